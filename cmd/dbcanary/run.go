@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"github.com/spf13/cobra"
+
+	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/dbcanary/dbcanary/internal/web"
+)
+
+type runFlags struct {
+	listen      []string
+	webConfig   string
+	metricsPath string
+	grace       time.Duration
+}
+
+func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the canary daemon and serve metrics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDaemon(cmd.Context(), g, f, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.listen, "web.listen-address", []string{DefaultListenAddress}, "Addresses to listen on for the web interface and metrics (repeatable).")
+	fl.StringVar(&f.webConfig, "web.config.file", "", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format).")
+	fl.StringVar(&f.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
+	fl.DurationVar(&f.grace, "shutdown.grace-period", 10*time.Second, "How long in-flight ops may run on shutdown or target removal before they are cancelled.")
+	return cmd
+}
+
+func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Writer) error {
+	logger, err := newLogger(g, stderr)
+	if err != nil {
+		return err
+	}
+	if f.webConfig != "" {
+		if err := toolkit.Validate(f.webConfig); err != nil {
+			return fmt.Errorf("--web.config.file: %w", err)
+		}
+	}
+	cfg, err := loadConfig(g.configFile, stderr)
+	if err != nil {
+		return err
+	}
+	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
+
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	eng := engine.New(m, reg, logger, f.grace)
+	if err := eng.Apply(cfg); err != nil {
+		return fmt.Errorf("starting targets: %w", err)
+	}
+	m.ReloadSuccess.Set(1)
+	m.ReloadTimestamp.SetToCurrentTime()
+	var ready atomic.Bool
+	ready.Store(true)
+
+	var reloadMu sync.Mutex
+	reload := func() error {
+		reloadMu.Lock()
+		defer reloadMu.Unlock()
+		cfg, err := config.LoadFile(g.configFile)
+		if err == nil {
+			err = eng.Apply(cfg)
+		}
+		if err != nil {
+			m.ReloadSuccess.Set(0)
+			logger.Error("config reload failed; the previous config keeps running", "err", err)
+			return err
+		}
+		m.ReloadSuccess.Set(1)
+		m.ReloadTimestamp.SetToCurrentTime()
+		logger.Info("config reloaded", "targets", len(cfg.Targets))
+		return nil
+	}
+
+	h, err := web.Handler(web.Options{Registry: reg, MetricsPath: f.metricsPath, Version: version.Version,
+		Reload: reload, Ready: ready.Load, Logger: logger})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	systemd := false
+	flags := &toolkit.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- web.Serve(srv, flags, logger) }()
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sig)
+	for {
+		select {
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				_ = reload()
+				continue
+			}
+			logger.Info("shutting down", "signal", s.String())
+		case err := <-srvErr:
+			eng.Stop()
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("web server: %w", err)
+		case <-ctx.Done():
+			logger.Info("shutting down")
+		}
+		break
+	}
+	eng.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "once",
+		Short: "Run every configured op once against every target, print a table, exit non-zero if any failed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(g, stderr)
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(g.configFile, stderr)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			rows := engine.RunOnce(ctx, cfg, logger)
+			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TARGET\tBACKEND\tOP\tRESULT\tLATENCY\tCAUSE\tDETAIL")
+			failed := 0
+			for _, r := range rows {
+				result, cause, detail := "ok", "-", ""
+				if r.Err != nil {
+					failed++
+					result, cause, detail = "error", string(r.Cause), r.Err.Error()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target, r.Backend, r.Op, result,
+					r.Latency.Round(10*time.Microsecond), cause, detail)
+			}
+			_ = tw.Flush()
+			if failed > 0 {
+				fmt.Fprintf(stderr, "%d of %d op(s) failed\n", failed, len(rows))
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+}

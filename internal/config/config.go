@@ -1,0 +1,430 @@
+// Package config loads, defaults and validates dbcanary's YAML configuration.
+// Decoding is strict: an unknown key, a key set twice or a value of the wrong
+// type is an error naming its path and line, and every error is reported at
+// once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Global  Global   `yaml:"global"`
+	Targets []Target `yaml:"targets"`
+}
+
+// Global holds defaults for every target and instance-wide settings.
+type Global struct {
+	// InstanceID is put into every name the canary creates (queues, keys,
+	// document ids, object prefixes) so instances sharing a store never read
+	// each other's data. Default: $DBCANARY_INSTANCE_ID, else the host name.
+	InstanceID string `yaml:"instance_id"`
+	// Timeout is the default per-op timeout.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxInFlight is the default bound on concurrent ops per target.
+	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// DefaultGlobal is the global section's defaults.
+var DefaultGlobal = Global{Timeout: 5 * time.Second, MaxInFlight: 16}
+
+// Target is one store to probe.
+type Target struct {
+	Name    string `yaml:"name"`
+	Backend string `yaml:"backend"`
+	// Timeout and MaxInFlight default to the global values.
+	Timeout     time.Duration     `yaml:"timeout"`
+	MaxInFlight int               `yaml:"max_in_flight"`
+	Labels      map[string]string `yaml:"labels"`
+	// Ops maps an op name (or a glob such as "get_*") to its settings. When
+	// absent, every op runs at its default rate.
+	Ops map[string]OpConfig `yaml:"ops"`
+
+	// Probe is the decoded backend section (the `rabbitmq:` block, ...).
+	Probe probes.Config `yaml:"-"`
+	// Resolved is the effective op list, sorted by name.
+	Resolved []Op `yaml:"-"`
+}
+
+// OpConfig overrides one op's settings.
+type OpConfig struct {
+	// Rate in ops/s; fractions are fine (0.2 = one op every 5 s); 0 disables the op.
+	Rate *float64 `yaml:"rate"`
+	// Timeout overrides the target's timeout for this op.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Op is an op as it will run.
+type Op struct {
+	Name    string
+	Rate    float64
+	Timeout time.Duration
+	Async   bool
+	Phases  []string
+}
+
+// MaxRate bounds an op's rate: dbcanary is a canary, not a load generator.
+const MaxRate = 10000
+
+var (
+	targetNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+	instanceRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+	labelNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	reserved     = []string{"target", "backend", "op", "result", "cause", "phase", "direction", "instance", "job", "vantage"}
+)
+
+// Errors is every problem found in a config; it prints one per line.
+type Errors []error
+
+func (e Errors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// LoadFile reads and validates a config file.
+func LoadFile(file string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Parse decodes, defaults and validates a config. On error it returns Errors.
+func Parse(data []byte) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Errors{fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))}
+	}
+	cfg := &Config{Global: DefaultGlobal}
+	var errs []error
+	if len(root.Content) == 0 {
+		return nil, Errors{errors.New("config is empty: it needs a targets list")}
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return nil, Errors{fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line)}
+	}
+	var targetsNode *yaml.Node
+	seen := map[string]int{}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		if line, dup := seen[k.Value]; dup {
+			errs = append(errs, fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", k.Value, k.Line, line))
+			continue
+		}
+		seen[k.Value] = k.Line
+		switch k.Value {
+		case "global":
+			before := len(errs)
+			checkNode(v, reflectType[Global](), "global", &errs)
+			if len(errs) == before {
+				if err := v.Decode(&cfg.Global); err != nil {
+					errs = append(errs, fmt.Errorf("global: %s", cleanYAMLError(err)))
+				}
+			}
+		case "targets":
+			targetsNode = v
+		default:
+			errs = append(errs, unknownField(k.Value, k, map[string]reflectTypeT{"global": nil, "targets": nil}))
+		}
+	}
+	errs = append(errs, cfg.Global.validate()...)
+	if targetsNode == nil {
+		errs = append(errs, errors.New("targets: missing: list at least one target"))
+	} else if targetsNode.Kind != yaml.SequenceNode {
+		errs = append(errs, fmt.Errorf("targets: line %d: expected a list, got %s", targetsNode.Line, kindName(targetsNode)))
+	} else {
+		names := map[string]int{}
+		for i, tn := range targetsNode.Content {
+			t, terrs := decodeTarget(tn, i, cfg.Global)
+			errs = append(errs, terrs...)
+			if t.Name != "" {
+				if j, dup := names[t.Name]; dup {
+					errs = append(errs, fmt.Errorf("targets[%d].name: %q is already used by targets[%d]", i, t.Name, j))
+				}
+				names[t.Name] = i
+			}
+			cfg.Targets = append(cfg.Targets, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, Errors(errs)
+	}
+	return cfg, nil
+}
+
+func (g *Global) validate() []error {
+	var errs []error
+	if g.InstanceID == "" {
+		g.InstanceID = DefaultInstanceID()
+	} else if !instanceRE.MatchString(g.InstanceID) {
+		errs = append(errs, fmt.Errorf("global.instance_id: %q must be 1-40 lowercase letters, digits or '-', starting with a letter or digit", g.InstanceID))
+	}
+	if g.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("global.timeout: must be positive, got %s", g.Timeout))
+	}
+	if g.MaxInFlight < 1 {
+		errs = append(errs, fmt.Errorf("global.max_in_flight: must be at least 1, got %d", g.MaxInFlight))
+	}
+	return errs
+}
+
+// DefaultInstanceID derives an instance id from $DBCANARY_INSTANCE_ID or the
+// host name (a pod name in Kubernetes), reduced to the allowed characters.
+func DefaultInstanceID() string {
+	id := os.Getenv("DBCANARY_INSTANCE_ID")
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 40 {
+		s = strings.TrimRight(s[len(s)-40:], "-")
+		s = strings.TrimLeft(s, "-")
+	}
+	if s == "" {
+		s = "dbcanary"
+	}
+	return s
+}
+
+// targetFields are the generic keys of a target (everything but the backend section).
+type targetFields struct {
+	Name        string              `yaml:"name"`
+	Backend     string              `yaml:"backend"`
+	Timeout     time.Duration       `yaml:"timeout"`
+	MaxInFlight int                 `yaml:"max_in_flight"`
+	Labels      map[string]string   `yaml:"labels"`
+	Ops         map[string]OpConfig `yaml:"ops"`
+}
+
+func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
+	p := fmt.Sprintf("targets[%d]", i)
+	var errs []error
+	if n.Kind != yaml.MappingNode {
+		return Target{}, []error{fmt.Errorf("%s: line %d: expected a mapping, got %s", p, n.Line, kindName(n))}
+	}
+	generic := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line}
+	sections := map[string]*yaml.Node{}
+	sectionLines := map[string]int{}
+	fields := yamlFields(reflectType[targetFields]())
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		if _, ok := fields[k.Value]; ok {
+			generic.Content = append(generic.Content, k, v)
+			continue
+		}
+		if _, ok := probes.Lookup(k.Value); ok {
+			if line, dup := sectionLines[k.Value]; dup {
+				errs = append(errs, fmt.Errorf("%s.%s: line %d: duplicate key (first set on line %d)", p, k.Value, k.Line, line))
+				continue
+			}
+			sections[k.Value], sectionLines[k.Value] = v, k.Line
+			continue
+		}
+		all := map[string]reflectTypeT{}
+		for f := range fields {
+			all[f] = nil
+		}
+		for _, b := range probes.Names() {
+			all[b] = nil
+		}
+		errs = append(errs, unknownField(p+"."+k.Value, k, all))
+	}
+	var tf targetFields
+	before := len(errs)
+	checkNode(generic, reflectType[targetFields](), p, &errs)
+	if len(errs) == before {
+		if err := generic.Decode(&tf); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
+		}
+	}
+	t := Target{Name: tf.Name, Backend: tf.Backend, Timeout: tf.Timeout, MaxInFlight: tf.MaxInFlight, Labels: tf.Labels, Ops: tf.Ops}
+	if t.Timeout == 0 {
+		t.Timeout = g.Timeout
+	}
+	if t.MaxInFlight == 0 {
+		t.MaxInFlight = g.MaxInFlight
+	}
+
+	switch {
+	case t.Name == "":
+		errs = append(errs, fmt.Errorf("%s.name: missing: every target needs a unique name", p))
+	case !targetNameRE.MatchString(t.Name):
+		errs = append(errs, fmt.Errorf("%s.name: %q must be 1-63 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit (it becomes part of queue, index and key names)", p, t.Name))
+	}
+	if t.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%s.timeout: must be positive, got %s", p, t.Timeout))
+	}
+	if t.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_in_flight: must be at least 1, got %d", p, t.MaxInFlight))
+	}
+	for _, k := range sortedKeys(t.Labels) {
+		switch {
+		case !labelNameRE.MatchString(k) || strings.HasPrefix(k, "__"):
+			errs = append(errs, fmt.Errorf("%s.labels.%s: not a valid Prometheus label name", p, k))
+		case slices.Contains(reserved, k):
+			errs = append(errs, fmt.Errorf("%s.labels.%s: reserved label name (dbcanary sets it)", p, k))
+		}
+	}
+
+	b, ok := probes.Lookup(t.Backend)
+	switch {
+	case t.Backend == "":
+		errs = append(errs, fmt.Errorf("%s.backend: missing: one of %s", p, strings.Join(probes.Names(), ", ")))
+		return t, errs
+	case !ok:
+		errs = append(errs, fmt.Errorf("%s.backend: unknown backend %q (known: %s)", p, t.Backend, strings.Join(probes.Names(), ", ")))
+		return t, errs
+	}
+	for name, line := range sectionLines {
+		if name != t.Backend {
+			errs = append(errs, fmt.Errorf("%s.%s: line %d: section does not match backend %q", p, name, line, t.Backend))
+		}
+	}
+	t.Probe = b.NewConfig()
+	sp := p + "." + t.Backend
+	if sn := sections[t.Backend]; sn != nil {
+		before := len(errs)
+		checkNode(sn, reflectTypeOf(t.Probe), sp, &errs)
+		if len(errs) > before {
+			return t, errs
+		}
+		if err := sn.Decode(t.Probe); err != nil {
+			return t, append(errs, fmt.Errorf("%s: %s", sp, cleanYAMLError(err)))
+		}
+	}
+	for _, err := range t.Probe.Validate() {
+		var fe *probes.FieldError
+		if errors.As(err, &fe) && fe.Field != "" {
+			errs = append(errs, fmt.Errorf("%s.%s: %s", sp, fe.Field, fe.Msg))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: %v", sp, err))
+		}
+	}
+	ops, operrs := resolveOps(p, t, t.Probe.Ops())
+	t.Resolved = ops
+	errs = append(errs, operrs...)
+	return t, errs
+}
+
+// resolveOps applies the target's ops map (exact names win over globs) to the
+// backend's op list.
+func resolveOps(p string, t Target, specs []probes.OpSpec) ([]Op, []error) {
+	var errs []error
+	known := make([]string, len(specs))
+	for i, s := range specs {
+		known[i] = s.Name
+	}
+	for _, key := range sortedKeys(t.Ops) {
+		oc := t.Ops[key]
+		kp := fmt.Sprintf("%s.ops.%s", p, key)
+		matched := false
+		for _, s := range specs {
+			if ok, err := path.Match(key, s.Name); err != nil {
+				errs = append(errs, fmt.Errorf("%s: bad pattern: %v", kp, err))
+				break
+			} else if ok {
+				matched = true
+				if s.Async && oc.Rate != nil {
+					errs = append(errs, fmt.Errorf("%s.rate: %s is event-driven (one sample per event) and takes no rate", kp, s.Name))
+				}
+			}
+		}
+		if !matched {
+			if s := closest(key, known); s != "" {
+				errs = append(errs, fmt.Errorf("%s: unknown op %q for backend %s (did you mean %q?)", kp, key, t.Backend, s))
+			} else {
+				errs = append(errs, fmt.Errorf("%s: unknown op %q for backend %s (known: %s)", kp, key, t.Backend, strings.Join(known, ", ")))
+			}
+		}
+		if oc.Rate != nil && (math.IsNaN(*oc.Rate) || *oc.Rate < 0 || *oc.Rate > MaxRate) {
+			errs = append(errs, fmt.Errorf("%s.rate: must be between 0 and %d ops/s, got %g", kp, MaxRate, *oc.Rate))
+		}
+		if oc.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s.timeout: must be positive, got %s", kp, oc.Timeout))
+		}
+	}
+	var ops []Op
+	for _, s := range specs {
+		op := Op{Name: s.Name, Rate: s.DefaultRate, Timeout: t.Timeout, Async: s.Async, Phases: s.Phases}
+		if len(t.Ops) > 0 {
+			// An explicit ops map lists what runs: ops it does not name are off.
+			op.Rate = 0
+			oc, ok := lookupOp(t.Ops, s.Name)
+			if !ok {
+				continue
+			}
+			if oc.Rate != nil {
+				op.Rate = *oc.Rate
+			} else {
+				op.Rate = s.DefaultRate
+			}
+			if oc.Timeout > 0 {
+				op.Timeout = oc.Timeout
+			}
+		}
+		if op.Rate > 0 || op.Async {
+			ops = append(ops, op)
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
+	if len(ops) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("%s.ops: no op is enabled (known: %s)", p, strings.Join(known, ", ")))
+	}
+	return ops, errs
+}
+
+// lookupOp finds the settings for an op: an exact key first, then the
+// longest matching glob.
+func lookupOp(m map[string]OpConfig, name string) (OpConfig, bool) {
+	if oc, ok := m[name]; ok {
+		return oc, true
+	}
+	best, found := "", false
+	for k := range m {
+		if ok, _ := path.Match(k, name); ok && len(k) > len(best) {
+			best, found = k, true
+		}
+	}
+	return m[best], found
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

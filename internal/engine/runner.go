@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/dbcanary/dbcanary/internal/scheduler"
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// runner probes one target: a scheduler goroutine puts due ops on a queue and
+// max_in_flight workers execute them, so the in-flight bound is the worker count.
+type runner struct {
+	target config.Target
+	probe  probes.Probe
+	logger *slog.Logger
+
+	ops    []*opState
+	byName map[string]*opState
+	jobs   chan job
+
+	inFlight prometheus.Gauge
+	up       prometheus.Gauge
+	upState  atomic.Int32 // -1 unknown, 0 down, 1 up: for logging transitions
+
+	prepSem  chan struct{}
+	prepared atomic.Bool
+	prepMu   sync.Mutex
+	prepErr  error
+	nextPrep time.Time
+	backoff  time.Duration
+
+	stopSched context.CancelFunc // stops scheduling and idle workers
+	cancelOps context.CancelFunc // cancels in-flight ops
+	wg        sync.WaitGroup
+
+	// onReport, when set (by `once`), sees every recorded sample.
+	onReport func(op string, latency time.Duration, err error)
+}
+
+type opState struct {
+	op  config.Op
+	obs *metrics.OpObservers
+}
+
+type job struct {
+	op       *opState
+	intended time.Time
+}
+
+var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot free within the op timeout (max_in_flight reached)"))
+
+func newRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *slog.Logger) (*runner, error) {
+	r := &runner{
+		target:  t,
+		logger:  logger.With("target", t.Name, "backend", t.Backend),
+		byName:  map[string]*opState{},
+		prepSem: make(chan struct{}, 1),
+	}
+	r.upState.Store(-1)
+	b, ok := probes.Lookup(t.Backend)
+	if !ok {
+		return nil, fmt.Errorf("target %s: unknown backend %q", t.Name, t.Backend)
+	}
+	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Config: t.Probe, Logger: r.logger, Report: r})
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	r.probe = p
+	queue := t.MaxInFlight
+	for _, op := range t.Resolved {
+		s := &opState{op: op}
+		if m != nil {
+			s.obs = m.ForOp(t.Name, t.Backend, op.Name, op.Phases)
+		}
+		r.ops = append(r.ops, s)
+		r.byName[op.Name] = s
+		if !op.Async {
+			// Room for every run that may wait out one timeout in the queue.
+			queue += int(math.Ceil(op.Rate * op.Timeout.Seconds()))
+		}
+	}
+	r.jobs = make(chan job, min(max(queue, 16), 100000))
+	if m != nil {
+		r.inFlight = m.InFlight.WithLabelValues(t.Name, t.Backend)
+		r.up = m.Up.WithLabelValues(t.Name, t.Backend)
+	}
+	return r, nil
+}
+
+// start launches the scheduler, the workers and an eager Prepare.
+func (r *runner) start() {
+	schedCtx, stopSched := context.WithCancel(context.Background())
+	opCtx, cancelOps := context.WithCancel(context.Background())
+	r.stopSched, r.cancelOps = stopSched, cancelOps
+
+	var entries []scheduler.Entry
+	var scheduled []*opState
+	for _, s := range r.ops {
+		if s.op.Async {
+			continue
+		}
+		iv := scheduler.IntervalOf(s.op.Rate)
+		entries = append(entries, scheduler.Entry{Interval: iv, Offset: scheduler.RandomOffset(iv)})
+		scheduled = append(scheduled, s)
+	}
+	r.wg.Add(1 + r.target.MaxInFlight + 1)
+	go func() {
+		defer r.wg.Done()
+		scheduler.Run(schedCtx, time.Now(), entries, func(i int, intended time.Time) {
+			r.enqueue(job{op: scheduled[i], intended: intended})
+		})
+	}()
+	for range r.target.MaxInFlight {
+		go r.work(schedCtx, opCtx)
+	}
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(opCtx, r.target.Timeout)
+		defer cancel()
+		if err := r.ensurePrepared(ctx); err != nil && opCtx.Err() == nil {
+			r.setUp(false, err)
+		}
+	}()
+}
+
+// stop ends scheduling, lets in-flight ops finish for up to grace, cancels
+// the rest, then closes the probe.
+func (r *runner) stop(grace time.Duration) {
+	r.stopSched()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.cancelOps()
+		<-done
+	}
+	r.cancelOps()
+	if err := r.probe.Close(); err != nil {
+		r.logger.Debug("closing probe", "err", err)
+	}
+}
+
+func (r *runner) enqueue(j job) {
+	select {
+	case r.jobs <- j:
+	default:
+		now := time.Now()
+		r.record(j.op, j.intended, now, now, nil, errBacklog)
+	}
+}
+
+func (r *runner) work(schedCtx, opCtx context.Context) {
+	defer r.wg.Done()
+	var out probes.Outcome
+	for {
+		select {
+		case <-schedCtx.Done():
+			return
+		case j := <-r.jobs:
+			r.execute(opCtx, j, &out)
+		}
+	}
+}
+
+// execute runs one op. Latency counts from the intended start, service time
+// from when the request was sent.
+func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
+	start := time.Now()
+	if start.Sub(j.intended) >= j.op.op.Timeout {
+		r.record(j.op, j.intended, start, start, nil, errBacklog)
+		return
+	}
+	if r.inFlight != nil {
+		r.inFlight.Inc()
+		defer r.inFlight.Dec()
+	}
+	octx, cancel := context.WithDeadline(ctx, start.Add(j.op.op.Timeout))
+	defer cancel()
+	out.Reset(j.intended)
+	err := r.ensurePrepared(octx)
+	if err == nil {
+		err = r.probe.Run(octx, j.op.op.Name, out)
+	}
+	end := time.Now()
+	if ctx.Err() != nil {
+		return // shutting down: a cancelled op says nothing about the store
+	}
+	if err != nil {
+		if errors.Is(err, probes.ErrNamespaceGone) {
+			r.prepared.Store(false)
+		}
+		if octx.Err() == context.DeadlineExceeded && !probes.CauseOf(err).DataCause() {
+			err = probes.Fail(probes.CauseTimeout, fmt.Errorf("op timed out after %s: %w", j.op.op.Timeout, err))
+		}
+	}
+	sent := out.Sent
+	if sent.IsZero() || sent.Before(start) {
+		sent = start
+	}
+	r.record(j.op, j.intended, sent, end, out, err)
+}
+
+// ensurePrepared runs Prepare once, or again after a failure once the
+// backoff (1 s doubling to 30 s) has passed; meanwhile ops fail fast with the
+// last Prepare error so a down store costs nothing but a counter.
+func (r *runner) ensurePrepared(ctx context.Context) error {
+	if r.prepared.Load() {
+		return nil
+	}
+	select {
+	case r.prepSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.prepSem }()
+	if r.prepared.Load() {
+		return nil
+	}
+	r.prepMu.Lock()
+	if time.Now().Before(r.nextPrep) {
+		err := r.prepErr
+		r.prepMu.Unlock()
+		return err
+	}
+	r.prepMu.Unlock()
+
+	err := r.probe.Prepare(ctx)
+
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	if err != nil {
+		r.backoff = min(max(2*r.backoff, time.Second), 30*time.Second)
+		r.nextPrep = time.Now().Add(r.backoff)
+		if r.prepErr == nil || r.prepErr.Error() != err.Error() {
+			r.logger.Warn("cannot prepare the canary namespace; retrying with backoff", "err", err, "retry_in", r.backoff)
+		}
+		r.prepErr = err
+		return err
+	}
+	if r.prepErr != nil {
+		r.logger.Info("canary namespace ready")
+	}
+	r.prepErr, r.backoff = nil, 0
+	r.prepared.Store(true)
+	r.setUp(true, nil)
+	return nil
+}
+
+// Report implements probes.Reporter for async ops.
+func (r *runner) Report(op string, intended, sent, done time.Time, out *probes.Outcome, err error) {
+	s, ok := r.byName[op]
+	if !ok {
+		return // op not enabled in this target's config
+	}
+	if sent.IsZero() {
+		sent = intended
+	}
+	r.record(s, intended, sent, done, out, err)
+}
+
+func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.Outcome, err error) {
+	if r.onReport != nil {
+		r.onReport(s.op.Name, end.Sub(intended), err)
+	}
+	o := s.obs
+	if o == nil {
+		return
+	}
+	if err == nil {
+		o.Latency[0].Observe(end.Sub(intended).Seconds())
+		o.Service[0].Observe(end.Sub(sent).Seconds())
+		o.LastSuccess.Set(float64(end.UnixNano()) / 1e9)
+		if out != nil {
+			for _, ph := range out.Phases() {
+				if h, ok := o.Phases[ph.Name]; ok {
+					h.Observe(ph.Duration.Seconds())
+				}
+			}
+		}
+		r.setUp(true, nil)
+	} else {
+		cause := probes.CauseOf(err)
+		o.Latency[1].Observe(end.Sub(intended).Seconds())
+		if cause != probes.CauseBacklog {
+			o.Service[1].Observe(end.Sub(sent).Seconds())
+		}
+		if c, ok := o.Failures[cause]; ok {
+			c.Inc()
+		} else {
+			o.Failures[probes.CauseOther].Inc()
+		}
+		switch {
+		case cause == probes.CauseBacklog:
+		case cause.DataCause():
+			r.setUp(true, nil)
+		default:
+			r.setUp(false, err)
+		}
+		if r.logger.Enabled(context.Background(), slog.LevelDebug) {
+			r.logger.Debug("op failed", "op", s.op.Name, "cause", cause, "err", err)
+		}
+		if cause.DataCause() {
+			r.logger.Warn("data integrity failure", "op", s.op.Name, "cause", cause, "err", err)
+		}
+	}
+	if out != nil {
+		if out.BytesSent > 0 {
+			o.BytesSent.Add(float64(out.BytesSent))
+		}
+		if out.BytesReceived > 0 {
+			o.BytesReceived.Add(float64(out.BytesReceived))
+		}
+		if out.Lost > 0 {
+			o.Failures[probes.CauseLost].Add(float64(out.Lost))
+		}
+	}
+}
+
+func (r *runner) setUp(up bool, err error) {
+	v := int32(0)
+	if up {
+		v = 1
+	}
+	if r.up != nil {
+		r.up.Set(float64(v))
+	}
+	if old := r.upState.Swap(v); old != v {
+		switch {
+		case up && old == 0:
+			r.logger.Info("target is up again")
+		case !up:
+			r.logger.Warn("target is down", "cause", probes.CauseOf(err), "err", err)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+// Package metrics defines every metric dbcanary exports. Label sets are small
+// and fixed (target, backend, op, result, cause, phase, direction); no label
+// ever carries an unbounded value such as an error string, key or object name.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+const namespace = "dbcanary"
+
+// LatencyBuckets are the classic bucket bounds, in seconds. Beside a
+// roughly 1-2.5-5 ladder they hold the figures of ../shared/reference/BASELINES.md
+// that alerts compare against, so that histogram_quantile is exact at a
+// threshold rather than interpolated across a wide bucket:
+//
+//	0.003   YCSB workloada run read avg 3.363 ms (ApsaraDB, 80 % CPU)
+//	0.008   YCSB p95 7.795 ms
+//	0.023   OpenSearch pmc default/phrase p50 23.13 / 23.03 ms; YCSB p99 23.039 ms
+//	0.03    OpenSearch default p99 29.14 ms, phrase p99 31.21 ms; S3 4 KB TTFB p50 21-31 ms
+//	0.075   OpenSearch term p99 74.79 ms
+//	0.3     S3 4 KB TTFB/TTLB p99 67-293 ms
+//	0.4     Distributed James JMAP p99 400 ms
+//	0.5     S3 1 MB TTFB p99 94-475 ms, 8 MB TTFB p99 275-509 ms
+//	1       OpenSearch cluster limit (p99 1 s at 25-30 req/s); S3 128 KB p99 1049 ms
+//	7.5     S3 8 MB TTLB p99 3744-6686 ms
+//	12      OpenSearch index-append p99 11734.5 ms
+var LatencyBuckets = []float64{
+	0.0005, 0.001, 0.0025, 0.003, 0.005, 0.008, 0.01, 0.023, 0.03, 0.05, 0.075,
+	0.1, 0.25, 0.3, 0.4, 0.5, 1, 2.5, 5, 7.5, 10, 12, 30, 60,
+}
+
+// Result label values.
+const (
+	ResultOK    = "ok"
+	ResultError = "error"
+)
+
+// Metrics holds every collector; one instance per registry.
+type Metrics struct {
+	Latency     *prometheus.HistogramVec
+	ServiceTime *prometheus.HistogramVec
+	Phase       *prometheus.HistogramVec
+	Failures    *prometheus.CounterVec
+	Up          *prometheus.GaugeVec
+	LastSuccess *prometheus.GaugeVec
+	Bytes       *prometheus.CounterVec
+	InFlight    *prometheus.GaugeVec
+
+	ReloadSuccess   prometheus.Gauge
+	ReloadTimestamp prometheus.Gauge
+	Targets         prometheus.Gauge
+}
+
+func histogramOpts(name, help string) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{
+		Namespace: namespace, Name: name, Help: help,
+		Buckets: LatencyBuckets,
+		// Native histogram: ~10 % relative resolution, bounded bucket count.
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	}
+}
+
+// New creates the metrics and registers them, with the Go and process
+// collectors and dbcanary_build_info, on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Latency: prometheus.NewHistogramVec(histogramOpts("op_latency_seconds",
+			"Time from an op's intended start (its slot in the open-loop schedule) to its end: includes any wait for a free in-flight slot, so stalls are not hidden."),
+			[]string{"target", "backend", "op", "result"}),
+		ServiceTime: prometheus.NewHistogramVec(histogramOpts("op_service_time_seconds",
+			"Time from the moment an op's request was actually sent to its end."),
+			[]string{"target", "backend", "op", "result"}),
+		Phase: prometheus.NewHistogramVec(histogramOpts("op_phase_seconds",
+			"Named parts of an op (S3 first_byte/last_byte, RabbitMQ end_to_end, ...), successful ops only."),
+			[]string{"target", "backend", "op", "phase"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "op_failures_total",
+			Help: "Failed ops by cause (timeout, refused, dns, tls, auth, not_found, mismatch, lost, server, backlog, other)."},
+			[]string{"target", "backend", "op", "cause"}),
+		Up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "target_up",
+			Help: "1 if the target's last op reached the store (even if it then found bad data), 0 if it could not (timeout, refused, dns, tls, auth, server) or the canary namespace could not be prepared."},
+			[]string{"target", "backend"}),
+		LastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time of the op's last success."},
+			[]string{"target", "backend", "op"}),
+		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "op_bytes_total",
+			Help: "Payload bytes moved by ops, direction=sent|received."},
+			[]string{"target", "backend", "op", "direction"}),
+		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "op_in_flight",
+			Help: "Ops running now against the target (bounded by max_in_flight)."},
+			[]string{"target", "backend"}),
+		ReloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_successful",
+			Help: "Whether the last configuration load or reload succeeded."}),
+		ReloadTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last successful configuration load or reload."}),
+		Targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "targets",
+			Help: "Targets this instance probes."}),
+	}
+	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.LastSuccess, m.Bytes, m.InFlight,
+		m.ReloadSuccess, m.ReloadTimestamp, m.Targets,
+		versioncollector.NewCollector(namespace),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// DeleteTarget removes every series of a target (when it leaves the config).
+func (m *Metrics) DeleteTarget(target string) {
+	l := prometheus.Labels{"target": target}
+	m.Latency.DeletePartialMatch(l)
+	m.ServiceTime.DeletePartialMatch(l)
+	m.Phase.DeletePartialMatch(l)
+	m.Failures.DeletePartialMatch(l)
+	m.Up.DeletePartialMatch(l)
+	m.LastSuccess.DeletePartialMatch(l)
+	m.Bytes.DeletePartialMatch(l)
+	m.InFlight.DeletePartialMatch(l)
+}
+
+// OpObservers are an op's pre-resolved series, so the hot path does no label lookup.
+type OpObservers struct {
+	Latency, Service [2]prometheus.Observer // index 0 ok, 1 error
+	Failures         map[probes.Cause]prometheus.Counter
+	LastSuccess      prometheus.Gauge
+	BytesSent        prometheus.Counter
+	BytesReceived    prometheus.Counter
+	Phases           map[string]prometheus.Observer
+}
+
+// ForOp resolves (and thereby creates, at zero) every series of one op.
+func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObservers {
+	o := &OpObservers{
+		Failures: make(map[probes.Cause]prometheus.Counter, len(probes.Causes)),
+		Phases:   make(map[string]prometheus.Observer, len(phases)),
+	}
+	for i, r := range []string{ResultOK, ResultError} {
+		o.Latency[i] = m.Latency.WithLabelValues(target, backend, op, r)
+		o.Service[i] = m.ServiceTime.WithLabelValues(target, backend, op, r)
+	}
+	for _, c := range probes.Causes {
+		o.Failures[c] = m.Failures.WithLabelValues(target, backend, op, string(c))
+	}
+	o.LastSuccess = m.LastSuccess.WithLabelValues(target, backend, op)
+	o.BytesSent = m.Bytes.WithLabelValues(target, backend, op, "sent")
+	o.BytesReceived = m.Bytes.WithLabelValues(target, backend, op, "received")
+	for _, p := range phases {
+		o.Phases[p] = m.Phase.WithLabelValues(target, backend, op, p)
+	}
+	return o
+}

@@ -1,0 +1,96 @@
+// Package scheduler fires ops on an open-loop schedule: the k-th run of an op
+// is due at start + offset + k/rate whatever happened to earlier runs, so a
+// stalled backend yields one slow sample per missed slot instead of hiding the
+// stall behind a single slow request (no coordinated omission).
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// Entry is one op's schedule.
+type Entry struct {
+	// Interval between runs (1/rate).
+	Interval time.Duration
+	// Offset of the first run from the scheduler's start; use RandomOffset
+	// to spread targets and ops over the interval.
+	Offset time.Duration
+}
+
+// RandomOffset returns a uniformly random start offset within one interval.
+func RandomOffset(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(interval)))
+}
+
+// IntervalOf converts a rate in ops/s to an interval.
+func IntervalOf(rate float64) time.Duration {
+	return time.Duration(float64(time.Second) / rate)
+}
+
+// Dispatch is called once per due run with the entry's index and the time the
+// run was meant to start. It must not block: the scheduler calls it inline.
+type Dispatch func(entry int, intended time.Time)
+
+// Run fires the entries until ctx is done. Runs that fell due while the
+// scheduler was late (a GC pause, a suspended VM) are all dispatched, each
+// with its own intended time, so the caller sees the delay as latency.
+func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatch) {
+	if len(entries) == 0 {
+		<-ctx.Done()
+		return
+	}
+	q := make(queue, len(entries))
+	for i, e := range entries {
+		q[i] = &item{entry: i, interval: e.Interval, base: start.Add(e.Offset), next: start.Add(e.Offset)}
+	}
+	heap.Init(&q)
+	timer := time.NewTimer(time.Until(q[0].next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		now := time.Now()
+		for q[0].next.Compare(now) <= 0 {
+			it := q[0]
+			dispatch(it.entry, it.next)
+			it.k++
+			// Computing from the base avoids accumulating float rounding drift.
+			it.next = it.base.Add(time.Duration(it.k) * it.interval)
+			heap.Fix(&q, 0)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		timer.Reset(time.Until(q[0].next))
+	}
+}
+
+type item struct {
+	entry    int
+	interval time.Duration
+	base     time.Time
+	next     time.Time
+	k        int64
+}
+
+type queue []*item
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
+func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)        { *q = append(*q, x.(*item)) }
+func (q *queue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}

@@ -1,0 +1,114 @@
+package probes
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+)
+
+// Cause is why an op failed: a small fixed set, safe as a metric label value.
+type Cause string
+
+// The failure causes. Keep this set small and fixed: it is a label value.
+const (
+	CauseTimeout  Cause = "timeout"   // the op did not finish within its timeout
+	CauseRefused  Cause = "refused"   // connection refused or reset: nothing listening, or it hung up
+	CauseDNS      Cause = "dns"       // the host name did not resolve
+	CauseTLS      Cause = "tls"       // handshake or certificate verification failed
+	CauseAuth     Cause = "auth"      // credentials or permissions rejected
+	CauseNotFound Cause = "not_found" // what the canary wrote is gone (before its TTL)
+	CauseMismatch Cause = "mismatch"  // what was read back differs from what was written
+	CauseLost     Cause = "lost"      // a message was never delivered within its bound
+	CauseServer   Cause = "server"    // the server answered with an error or with garbage
+	CauseBacklog  Cause = "backlog"   // the op could not start within its timeout: in-flight bound reached
+	CauseOther    Cause = "other"     // anything else (see the debug log)
+)
+
+// Causes lists every cause, in a stable order (metrics pre-create a series for each).
+var Causes = []Cause{
+	CauseTimeout, CauseRefused, CauseDNS, CauseTLS, CauseAuth, CauseNotFound,
+	CauseMismatch, CauseLost, CauseServer, CauseBacklog, CauseOther,
+}
+
+// DataCause reports whether a cause means the store answered but the data was
+// wrong: the target is up, yet integrity failed.
+func (c Cause) DataCause() bool {
+	return c == CauseMismatch || c == CauseNotFound || c == CauseLost
+}
+
+// Error is an op failure with its classified cause.
+type Error struct {
+	Cause Cause
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return string(e.Cause)
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Fail wraps err with a cause. A nil err yields an error saying only the cause.
+func Fail(c Cause, err error) error { return &Error{Cause: c, Err: err} }
+
+// CauseOf classifies an error: an explicit cause set with Fail wins, then
+// timeouts, refused connections, DNS and TLS failures are recognised from the
+// standard library's error types.
+func CauseOf(err error) Cause {
+	if err == nil {
+		return ""
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Cause
+	}
+	return Classify(err)
+}
+
+// Classify maps standard network errors to a cause, without looking at any
+// cause set by Fail. Probes use it for errors from their client libraries.
+func Classify(err error) Cause {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return CauseTimeout
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsTimeout {
+			return CauseTimeout
+		}
+		return CauseDNS
+	}
+	var (
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+		verifyErr  *tls.CertificateVerificationError
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+	)
+	if errors.As(err, &recordErr) || errors.As(err, &alertErr) || errors.As(err, &verifyErr) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalidErr) {
+		return CauseTLS
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return CauseRefused
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return CauseTimeout
+	}
+	return CauseOther
+}

@@ -1,0 +1,122 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// Config is the `rabbitmq:` section of a target.
+type Config struct {
+	// URL is amqp://host:port/vhost or amqps://host:port/vhost. It must not
+	// carry a password: use password_file or password_env.
+	URL string `yaml:"url"`
+	// Username to authenticate as (SASL PLAIN).
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	// TLS settings; amqps:// turns TLS on by itself.
+	TLS probes.TLSConfig `yaml:"tls"`
+	// ConnectTimeout bounds the TCP, TLS and AMQP handshakes.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// Heartbeat is the AMQP heartbeat interval (detects dead connections).
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// QueuePrefix names the canary queue: <queue_prefix>.<instance id>.
+	// Default: dbcanary.<target name>.
+	QueuePrefix string `yaml:"queue_prefix"`
+	// QueueType is classic or quorum.
+	QueueType string `yaml:"queue_type"`
+	// QueueExpires deletes the canary queue after this long unused (x-expires),
+	// so queues of instances that went away do not linger.
+	QueueExpires time.Duration `yaml:"queue_expires"`
+	// MaxLength bounds the queue depth (x-max-length; oldest dropped first).
+	MaxLength int `yaml:"max_length"`
+	// MessageSize is the body size in bytes, header included.
+	MessageSize int `yaml:"message_size"`
+	// LossTimeout is how long a confirmed message may take to come back
+	// before it is counted as lost (only while connected).
+	LossTimeout time.Duration `yaml:"loss_timeout"`
+}
+
+// DefaultConfig holds the defaults.
+var DefaultConfig = Config{
+	ConnectTimeout: 5 * time.Second,
+	Heartbeat:      10 * time.Second,
+	QueueType:      "classic",
+	QueueExpires:   30 * time.Minute,
+	MaxLength:      1000,
+	MessageSize:    1024,
+	LossTimeout:    30 * time.Second,
+}
+
+// Minimum body: the header line must fit.
+const minMessageSize = 128
+
+// Validate implements probes.Config.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.URL == "" {
+		errs = append(errs, probes.Invalid("url", "missing: amqp://host:5672/vhost or amqps://host:5671/vhost"))
+	} else if u, err := url.Parse(c.URL); err != nil {
+		errs = append(errs, probes.Invalid("url", "not a valid URL: %v", redactURLError(err)))
+	} else {
+		if _, hasPass := u.User.Password(); hasPass {
+			errs = append(errs, probes.Invalid("url", "must not contain a password: use password_file or password_env"))
+		} else if _, err := amqp.ParseURI(c.URL); err != nil {
+			errs = append(errs, probes.Invalid("url", "%v", err))
+		}
+	}
+	errs = append(errs, probes.SecretRef{File: c.PasswordFile, Env: c.PasswordEnv}.Validate("password_file", "password_env", true)...)
+	errs = append(errs, c.TLS.Validate("tls.")...)
+	if c.ConnectTimeout <= 0 {
+		errs = append(errs, probes.Invalid("connect_timeout", "must be positive"))
+	}
+	if c.Heartbeat < 0 {
+		errs = append(errs, probes.Invalid("heartbeat", "must not be negative"))
+	}
+	if c.QueueType != "classic" && c.QueueType != "quorum" {
+		errs = append(errs, probes.Invalid("queue_type", "must be classic or quorum, got %q", c.QueueType))
+	}
+	if c.QueueExpires < time.Second {
+		errs = append(errs, probes.Invalid("queue_expires", "must be at least 1s, got %s (it bounds how long an abandoned canary queue lingers)", c.QueueExpires))
+	}
+	if c.MaxLength < 1 {
+		errs = append(errs, probes.Invalid("max_length", "must be at least 1, got %d", c.MaxLength))
+	}
+	if c.MessageSize < minMessageSize || c.MessageSize > 128<<20 {
+		errs = append(errs, probes.Invalid("message_size", "must be between %d and %d bytes, got %d", minMessageSize, 128<<20, c.MessageSize))
+	}
+	if c.LossTimeout <= 0 {
+		errs = append(errs, probes.Invalid("loss_timeout", "must be positive"))
+	}
+	if len(c.QueuePrefix) > 200 {
+		errs = append(errs, probes.Invalid("queue_prefix", "too long (queue names are at most 255 bytes)"))
+	}
+	return errs
+}
+
+// Ops implements probes.Config.
+func (c *Config) Ops() []probes.OpSpec {
+	return []probes.OpSpec{
+		{Name: OpPublish, DefaultRate: 1, Help: "publish a persistent message with publisher confirms; latency ends at the broker's confirm"},
+		{Name: OpConsume, Async: true, Phases: nil, Help: "one sample per canary message received: latency from the publish's intended start, service time from its send; body compared byte for byte"},
+	}
+}
+
+// Op names.
+const (
+	OpPublish = "publish"
+	OpConsume = "consume"
+)
+
+// redactURLError drops the URL (which may hold credentials) from a parse error.
+func redactURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return fmt.Errorf("%s: %v", ue.Op, ue.Err)
+	}
+	return err
+}

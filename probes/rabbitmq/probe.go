@@ -1,0 +1,475 @@
+// Package rabbitmq is the AMQP 0-9-1 canary: it publishes persistent messages
+// with publisher confirms into a queue of its own, consumes them back,
+// verifies every body byte for byte and counts messages that never return.
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+func init() {
+	probes.Register(probes.Backend{
+		Name:      "rabbitmq",
+		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
+		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
+	})
+}
+
+// Probe is the RabbitMQ canary for one target.
+type Probe struct {
+	cfg      Config
+	target   string
+	instance string
+	queue    string
+	dialURL  string // the URL without user info
+	logger   *slog.Logger
+	report   probes.Reporter
+	run      uint64 // random per process: tells this run's messages from older ones
+
+	mu             sync.Mutex // guards the connection state below
+	conn           *amqp.Connection
+	pub            *amqp.Channel
+	consuming      bool
+	connectedSince time.Time
+	dialErr        error
+	nextDial       time.Time
+	backoff        time.Duration
+	seq            uint64
+
+	pendMu  sync.Mutex
+	pending map[uint64]pendingMsg
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+type pendingMsg struct {
+	intended, sent time.Time
+	confirmed      bool
+}
+
+// New builds the probe; it does no I/O.
+func New(t probes.Target) (*Probe, error) {
+	cfg := *t.Config.(*Config)
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("url: %v", redactURLError(err))
+	}
+	if u.User != nil && cfg.Username == "" {
+		cfg.Username = u.User.Username()
+	}
+	u.User = nil
+	prefix := cfg.QueuePrefix
+	if prefix == "" {
+		prefix = "dbcanary." + t.Name
+	}
+	p := &Probe{
+		cfg:      cfg,
+		target:   t.Name,
+		instance: t.InstanceID,
+		queue:    prefix + "." + t.InstanceID,
+		dialURL:  u.String(),
+		logger:   t.Logger,
+		report:   t.Report,
+		run:      rand.Uint64(),
+		pending:  map[uint64]pendingMsg{},
+		done:     make(chan struct{}),
+	}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TLS.InsecureSkipVerify {
+		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
+	}
+	p.wg.Add(1)
+	go p.sweepLost()
+	return p, nil
+}
+
+// Queue returns the canary queue's name.
+func (p *Probe) Queue() string { return p.queue }
+
+// Prepare connects, declares the canary queue and starts the consumer.
+func (p *Probe) Prepare(ctx context.Context) error {
+	_, err := p.channel(ctx)
+	return err
+}
+
+// Run implements probes.Probe. Only publish is scheduled; consume is reported
+// by the consumer goroutine for each message it receives.
+func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
+	switch op {
+	case OpPublish:
+		return p.publish(ctx, out)
+	}
+	return fmt.Errorf("rabbitmq: op %q is not scheduled", op)
+}
+
+func (p *Probe) publish(ctx context.Context, out *probes.Outcome) error {
+	ch, err := p.channel(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.mu.Unlock()
+	intended := out.Intended
+	if intended.IsZero() {
+		intended = time.Now()
+	}
+	sent := time.Now()
+	body := encode(header{instance: p.instance, run: p.run, seq: seq, intended: intended.UnixNano(), sent: sent.UnixNano()}, p.cfg.MessageSize)
+	p.pendMu.Lock()
+	p.pending[seq] = pendingMsg{intended: intended, sent: sent}
+	p.pendMu.Unlock()
+	out.Sent = sent
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", p.queue, false, false, amqp.Publishing{
+		DeliveryMode: amqp.Persistent,
+		ContentType:  "application/octet-stream",
+		Timestamp:    sent,
+		Body:         body,
+	})
+	if err != nil {
+		p.forget(seq)
+		return p.classify("publish", err)
+	}
+	ack, err := dc.WaitContext(ctx)
+	if err != nil {
+		p.forget(seq)
+		return p.classify("waiting for the publish confirm", err)
+	}
+	if !ack {
+		p.forget(seq)
+		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked message seq %d on queue %s", seq, p.queue))
+	}
+	out.BytesSent = int64(len(body))
+	p.pendMu.Lock()
+	if m, ok := p.pending[seq]; ok {
+		m.confirmed = true
+		p.pending[seq] = m
+	}
+	p.pendMu.Unlock()
+	return nil
+}
+
+func (p *Probe) forget(seq uint64) {
+	p.pendMu.Lock()
+	delete(p.pending, seq)
+	p.pendMu.Unlock()
+}
+
+// channel returns the publishing channel, (re)connecting if needed: after a
+// connection or channel loss the next op redials, with a backoff of 1 s
+// doubling to 30 s during which ops fail fast with the last dial error.
+func (p *Probe) channel(ctx context.Context) (*amqp.Channel, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil && !p.conn.IsClosed() && p.pub != nil && !p.pub.IsClosed() && p.consuming {
+		return p.pub, nil
+	}
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn, p.pub, p.consuming = nil, nil, false
+	}
+	if time.Now().Before(p.nextDial) {
+		return nil, p.dialErr
+	}
+	if err := p.connectLocked(ctx); err != nil {
+		p.backoff = min(max(2*p.backoff, time.Second), 30*time.Second)
+		p.nextDial = time.Now().Add(p.backoff)
+		p.dialErr = err
+		if p.conn != nil {
+			_ = p.conn.Close()
+			p.conn, p.pub, p.consuming = nil, nil, false
+		}
+		return nil, err
+	}
+	p.backoff, p.dialErr, p.nextDial = 0, nil, time.Time{}
+	return p.pub, nil
+}
+
+func (p *Probe) connectLocked(ctx context.Context) error {
+	password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	if err != nil {
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", p.dialURL, err))
+	}
+	uri, err := amqp.ParseURI(p.dialURL)
+	if err != nil {
+		return probes.Fail(probes.CauseOther, fmt.Errorf("rabbitmq url: %w", err))
+	}
+	acfg := amqp.Config{
+		SASL:      []amqp.Authentication{&amqp.PlainAuth{Username: p.cfg.Username, Password: password}},
+		Vhost:     uri.Vhost,
+		Heartbeat: p.cfg.Heartbeat,
+		Properties: amqp.Table{
+			"connection_name": fmt.Sprintf("dbcanary %s %s", p.target, p.instance),
+			"product":         "dbcanary",
+		},
+		Dial: p.dialer(ctx),
+	}
+	if uri.Scheme == "amqps" || p.cfg.TLS.Configured() {
+		tc, err := p.cfg.TLS.Build(uri.Host)
+		if err != nil {
+			return err
+		}
+		acfg.TLSClientConfig = tc
+		if uri.Scheme != "amqps" {
+			// DialConfig only wraps the socket in TLS for amqps://; do it here for tls.enabled.
+			base := acfg.Dial
+			acfg.Dial = func(network, addr string) (net.Conn, error) {
+				c, err := base(network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return tlsClient(c, tc)
+			}
+		}
+	}
+	conn, err := amqp.DialConfig(p.dialURL, acfg)
+	if err != nil {
+		return p.classify("connect", err)
+	}
+	p.conn = conn
+	pub, err := conn.Channel()
+	if err != nil {
+		return p.classify("open channel", err)
+	}
+	if err := pub.Confirm(false); err != nil {
+		return p.classify("enable publisher confirms", err)
+	}
+	if err := p.declare(pub); err != nil {
+		return err
+	}
+	sub, err := conn.Channel()
+	if err != nil {
+		return p.classify("open consumer channel", err)
+	}
+	if err := sub.Qos(100, 0, false); err != nil {
+		return p.classify("set consumer prefetch", err)
+	}
+	deliveries, err := sub.Consume(p.queue, fmt.Sprintf("dbcanary-%s-%x", p.instance, p.run), false, false, false, false, nil)
+	if err != nil {
+		return p.classify("consume", err)
+	}
+	p.pub, p.consuming, p.connectedSince = pub, true, time.Now()
+	p.wg.Add(1)
+	go p.consume(conn, deliveries)
+	p.logger.Debug("connected", "queue", p.queue)
+	return nil
+}
+
+func (p *Probe) declare(ch *amqp.Channel) error {
+	args := amqp.Table{
+		"x-expires":    p.cfg.QueueExpires.Milliseconds(),
+		"x-max-length": int64(p.cfg.MaxLength),
+		"x-queue-type": p.cfg.QueueType,
+	}
+	if _, err := ch.QueueDeclare(p.queue, true, false, false, false, args); err != nil {
+		var ae *amqp.Error
+		if errors.As(err, &ae) {
+			switch ae.Code {
+			case amqp.PreconditionFailed:
+				return probes.Fail(probes.CauseServer, fmt.Errorf("canary queue %s exists with other arguments than queue_type=%s queue_expires=%s max_length=%d: delete it (it holds only canary messages) or change the config: %s",
+					p.queue, p.cfg.QueueType, p.cfg.QueueExpires, p.cfg.MaxLength, ae.Reason))
+			case amqp.AccessRefused:
+				return probes.Fail(probes.CauseAuth, fmt.Errorf("user %q may not declare queue %s: grant configure, write and read permissions on names matching ^%s on the vhost: %s",
+					p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
+			}
+		}
+		return p.classify("declare queue "+p.queue, err)
+	}
+	return nil
+}
+
+// consume handles deliveries until the channel closes.
+func (p *Probe) consume(conn *amqp.Connection, deliveries <-chan amqp.Delivery) {
+	defer p.wg.Done()
+	for d := range deliveries {
+		p.handle(d, time.Now())
+		_ = d.Ack(false)
+	}
+	// The consumer is gone (connection lost, queue deleted, consumer cancelled):
+	// mark it so the next op reconnects and re-declares.
+	p.mu.Lock()
+	if p.conn == conn {
+		p.consuming = false
+	}
+	p.mu.Unlock()
+}
+
+// handle verifies one received message and reports it as a consume sample.
+func (p *Probe) handle(d amqp.Delivery, now time.Time) {
+	h, err := decode(d.Body)
+	if err != nil {
+		p.reportFailure(now, probes.Fail(probes.CauseMismatch,
+			fmt.Errorf("a message in canary queue %s is not a canary message (%d bytes): something else publishes into it", p.queue, len(d.Body))))
+		return
+	}
+	verr := verify(h, d.Body)
+	if h.instance != p.instance {
+		p.reportFailure(now, probes.Fail(probes.CauseMismatch,
+			fmt.Errorf("a message of instance %q arrived in canary queue %s of instance %q", h.instance, p.queue, p.instance)))
+		return
+	}
+	p.pendMu.Lock()
+	m, pending := p.pending[h.seq]
+	if pending && h.run == p.run {
+		delete(p.pending, h.seq)
+	}
+	p.pendMu.Unlock()
+	if h.run != p.run || !pending {
+		// From an earlier run of this instance or already counted lost:
+		// still proven intact (or not), but its latency means nothing.
+		if verr != nil {
+			p.reportFailure(now, probes.Fail(probes.CauseMismatch, verr))
+		}
+		return
+	}
+	var out probes.Outcome
+	out.BytesReceived = int64(len(d.Body))
+	if verr != nil {
+		p.report.Report(OpConsume, m.intended, m.sent, now, &out, probes.Fail(probes.CauseMismatch, verr))
+		return
+	}
+	p.report.Report(OpConsume, m.intended, m.sent, now, &out, nil)
+}
+
+func (p *Probe) reportFailure(now time.Time, err error) {
+	p.report.Report(OpConsume, now, now, now, nil, err)
+}
+
+// sweepLost counts confirmed messages that did not come back within
+// loss_timeout. Time spent disconnected does not count: a durable queue
+// delivers its messages after a reconnect.
+func (p *Probe) sweepLost() {
+	defer p.wg.Done()
+	tick := time.NewTicker(max(p.cfg.LossTimeout/4, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case now := <-tick.C:
+			p.mu.Lock()
+			connected := p.conn != nil && !p.conn.IsClosed() && p.consuming
+			since := p.connectedSince
+			p.mu.Unlock()
+			if !connected {
+				continue
+			}
+			var lost []pendingMsg
+			var seqs []uint64
+			p.pendMu.Lock()
+			for seq, m := range p.pending {
+				start := m.sent
+				if since.After(start) {
+					start = since
+				}
+				if now.Sub(start) < p.cfg.LossTimeout {
+					continue
+				}
+				delete(p.pending, seq)
+				if m.confirmed {
+					lost = append(lost, m)
+					seqs = append(seqs, seq)
+				}
+			}
+			p.pendMu.Unlock()
+			for i, m := range lost {
+				p.report.Report(OpConsume, m.intended, m.sent, now, nil, probes.Fail(probes.CauseLost,
+					fmt.Errorf("message seq %d, confirmed by the broker at %s, was not delivered from queue %s within %s",
+						seqs[i], m.sent.Format(time.RFC3339Nano), p.queue, p.cfg.LossTimeout)))
+			}
+		}
+	}
+}
+
+// Close implements probes.Probe.
+func (p *Probe) Close() error {
+	close(p.done)
+	p.mu.Lock()
+	var err error
+	if p.conn != nil {
+		err = p.conn.Close()
+		p.conn, p.pub, p.consuming = nil, nil, false
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	if errors.Is(err, amqp.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// dialer returns a Dial function bounded by connect_timeout and the op's deadline.
+func (p *Probe) dialer(ctx context.Context) func(network, addr string) (net.Conn, error) {
+	return func(network, addr string) (net.Conn, error) {
+		deadline := time.Now().Add(p.cfg.ConnectTimeout)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		var d net.Dialer
+		c, err := d.DialContext(dctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// Bounds the TLS and AMQP handshakes; amqp091 clears it once open.
+		if err := c.SetDeadline(deadline); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// classify turns an amqp091 error into a cause with a message naming the target.
+func (p *Probe) classify(what string, err error) error {
+	var pe *probes.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	wrapped := fmt.Errorf("rabbitmq %s: %s: %w", p.dialURL, what, err)
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case amqp.AccessRefused, amqp.NotAllowed:
+			return probes.Fail(probes.CauseAuth, wrapped)
+		case amqp.NotFound:
+			return probes.Fail(probes.CauseNotFound, wrapped)
+		}
+		if errors.Is(err, amqp.ErrClosed) {
+			return probes.Fail(probes.CauseRefused, wrapped)
+		}
+		return probes.Fail(probes.CauseServer, wrapped)
+	}
+	if c := probes.Classify(err); c != probes.CauseOther {
+		return probes.Fail(c, wrapped)
+	}
+	return probes.Fail(probes.CauseOther, wrapped)
+}
+
+func quoteRE(s string) string {
+	out := make([]byte, 0, len(s)+4)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

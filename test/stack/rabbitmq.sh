@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# RabbitMQ for tests and the demo: Debian's rabbitmq-server, run as a private
+# node (own HOME, node name, ports, data) bound to 127.0.0.1.
+# Usage: rabbitmq.sh install|start|stop|status|env
+source "$(dirname "$0")/lib.sh"
+
+PORT=${DBCANARY_RABBITMQ_PORT:-5672}
+DIST_PORT=${DBCANARY_RABBITMQ_DIST_PORT:-25680} # not 25672 (a system broker) nor 35672-35682 (rabbitmqctl)
+DIR=$STACK_DIR/rabbitmq
+PIDFILE=$DIR/rabbitmq.pid
+USER_NAME=dbcanary
+SBIN=/usr/lib/rabbitmq/bin
+
+export HOME=$DIR/home
+export RABBITMQ_NODENAME=dbcanary@localhost
+export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+export RABBITMQ_NODE_PORT=$PORT
+export RABBITMQ_DIST_PORT=$DIST_PORT
+export ERL_EPMD_ADDRESS=127.0.0.1
+export RABBITMQ_CONFIG_FILE=$DIR/rabbitmq.conf
+export RABBITMQ_ADVANCED_CONFIG_FILE=$DIR/advanced.config
+export RABBITMQ_MNESIA_BASE=$DIR/mnesia
+export RABBITMQ_LOG_BASE=$DIR/log
+export RABBITMQ_PID_FILE=$PIDFILE
+export RABBITMQ_ENABLED_PLUGINS_FILE=$DIR/enabled_plugins
+
+install() {
+  [ -x "$SBIN/rabbitmq-server" ] || apt_install rabbitmq-server
+}
+
+configure() {
+  mkdir -p "$HOME" "$RABBITMQ_MNESIA_BASE" "$RABBITMQ_LOG_BASE"
+  local pass; pass=$(secret "$DIR/password")
+  cat > "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.tcp.default = 127.0.0.1:$PORT
+default_user = $USER_NAME
+default_pass = $pass
+default_vhost = /
+loopback_users = none
+log.file.level = info
+log.console = false
+CONF
+  echo '[{kernel, [{inet_dist_use_interface, {127,0,0,1}}]}].' > "$RABBITMQ_ADVANCED_CONFIG_FILE"
+  echo '[].' > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+}
+
+start() {
+  install
+  if pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; then log "rabbitmq: already running"; return 0; fi
+  if port_open 127.0.0.1 "$PORT"; then die "rabbitmq: port $PORT is taken by another process (set DBCANARY_RABBITMQ_PORT)"; fi
+  configure
+  log "rabbitmq: starting on 127.0.0.1:$PORT"
+  "$SBIN/rabbitmq-server" -detached >/dev/null 2>&1
+  if ! "$SBIN/rabbitmqctl" wait "$PIDFILE" --timeout 90 >/dev/null 2>&1 ||
+     ! "$SBIN/rabbitmqctl" await_startup --timeout 90 >/dev/null 2>&1 ||
+     ! wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE"; then
+    tail -n 30 "$RABBITMQ_LOG_BASE"/*.log 2>/dev/null >&2 || true
+    die "rabbitmq: did not start (logs above, under $RABBITMQ_LOG_BASE)"
+  fi
+  log "rabbitmq: ready (pid $(cat "$PIDFILE"))"
+}
+
+stop() { stop_pid "$PIDFILE" rabbitmq 30; }
+
+status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
+
+env_() {
+  echo "DBCANARY_TEST_RABBITMQ_URL=amqp://127.0.0.1:$PORT/"
+  echo "DBCANARY_TEST_RABBITMQ_USER=$USER_NAME"
+  echo "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE=$DIR/password"
+  echo "DBCANARY_TEST_RABBITMQ_PORT=$PORT"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  env) env_ ;;
+  *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
+esac

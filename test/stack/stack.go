@@ -1,0 +1,130 @@
+// Package stack starts the real backends integration tests run against, by
+// calling the scripts beside this file (test/stack/<backend>.sh). Servers bind
+// to 127.0.0.1 only. A backend a test package started is stopped when the
+// package's tests end, unless DBCANARY_STACK_KEEP=1 (set by `make test`, which
+// stops the whole stack at the end).
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Dir is the directory holding the stack scripts.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// RepoRoot is the repository root.
+func RepoRoot() string { return filepath.Dir(filepath.Dir(Dir())) }
+
+var (
+	mu      sync.Mutex
+	started = map[string]bool{}
+)
+
+// Script runs test/stack/<backend>.sh <action> and returns its stdout.
+func Script(backend, action string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(Dir(), backend+".sh"), action)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s.sh %s: %v\n%s", backend, action, err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// Env is a backend's connection facts, from `<backend>.sh env` (KEY=VALUE lines).
+type Env map[string]string
+
+// Get returns a key or fails the test.
+func (e Env) Get(t testing.TB, key string) string {
+	t.Helper()
+	v, ok := e[key]
+	if !ok {
+		t.Fatalf("stack env has no %s", key)
+	}
+	return v
+}
+
+// Start starts a backend (idempotent) and returns its env. The first start in
+// this process records the backend so Cleanup can stop it.
+func Start(backend string) (Env, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	running := exec.Command("bash", filepath.Join(Dir(), backend+".sh"), "status").Run() == nil
+	if !running {
+		t0 := time.Now()
+		if _, err := Script(backend, "start"); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "stack: %s started in %s\n", backend, time.Since(t0).Round(100*time.Millisecond))
+		if _, seen := started[backend]; !seen {
+			started[backend] = true
+		}
+	} else if _, seen := started[backend]; !seen {
+		started[backend] = false // someone else started it: leave it running
+	}
+	out, err := Script(backend, "env")
+	if err != nil {
+		return nil, err
+	}
+	env := Env{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	return env, nil
+}
+
+// Stop stops a backend now (outage tests).
+func Stop(backend string) error {
+	_, err := Script(backend, "stop")
+	return err
+}
+
+// Restart starts a backend stopped by Stop.
+func Restart(backend string) error {
+	_, err := Script(backend, "start")
+	return err
+}
+
+// Cleanup stops the backends this process started, unless DBCANARY_STACK_KEEP=1.
+// Call it from TestMain after m.Run.
+func Cleanup() {
+	if os.Getenv("DBCANARY_STACK_KEEP") == "1" {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for b, ours := range started {
+		if ours {
+			if err := Stop(b); err != nil {
+				fmt.Fprintln(os.Stderr, "stack:", err)
+			}
+		}
+	}
+}
+
+// Must starts a backend for a test package's TestMain, exiting on failure:
+// an integration test never silently skips because its server is missing.
+func Must(backend string) Env {
+	env, err := Start(backend)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stack: cannot start %s: %v\n", backend, err)
+		os.Exit(1)
+	}
+	return env
+}
