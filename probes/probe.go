@@ -45,7 +45,7 @@ type Outcome struct {
 	BytesSent, BytesReceived int64
 	// Lost counts data the probe proved lost while running this op (a message
 	// never delivered within its bound); each is counted as cause "lost".
-	Lost int
+	Lost    int
 	phases  [maxPhases]Phase
 	nphases int
 }

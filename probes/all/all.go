@@ -3,6 +3,9 @@
 package all
 
 import (
-	_ "github.com/dbcanary/dbcanary/probes/noop"     // noop: engine overhead
-	_ "github.com/dbcanary/dbcanary/probes/rabbitmq" // rabbitmq: AMQP 0-9-1
+	_ "github.com/dbcanary/dbcanary/probes/cassandra"  // cassandra: CQL
+	_ "github.com/dbcanary/dbcanary/probes/noop"       // noop: engine overhead
+	_ "github.com/dbcanary/dbcanary/probes/opensearch" // opensearch: REST
+	_ "github.com/dbcanary/dbcanary/probes/rabbitmq"   // rabbitmq: AMQP 0-9-1
+	_ "github.com/dbcanary/dbcanary/probes/s3"         // s3: S3-compatible object storage
 )

@@ -1,0 +1,2 @@
+// Package cassandra is the cassandra canary probe (under construction).
+package cassandra

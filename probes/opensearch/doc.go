@@ -1,0 +1,2 @@
+// Package opensearch is the opensearch canary probe (under construction).
+package opensearch
