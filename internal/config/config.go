@@ -264,10 +264,11 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 	var tf targetFields
 	before := len(errs)
 	checkNode(generic, reflectType[targetFields](), p, &errs)
-	if len(errs) == before {
-		if err := generic.Decode(&tf); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
-		}
+	if len(errs) > before {
+		return Target{}, errs // later checks would only repeat these problems
+	}
+	if err := generic.Decode(&tf); err != nil {
+		return Target{}, append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
 	}
 	t := Target{Name: tf.Name, Backend: tf.Backend, Timeout: tf.Timeout, MaxInFlight: tf.MaxInFlight, Labels: tf.Labels, Ops: tf.Ops}
 	if t.Timeout == 0 {

@@ -17,9 +17,8 @@ func reflectTypeOf(v any) reflect.Type { return reflect.TypeOf(v) }
 // secret files and environment variables, and URLs with passwords are rejected.
 func Dump(cfg *Config) ([]byte, error) {
 	type dumpOp struct {
-		Rate    float64 `yaml:"rate,omitempty"`
+		Rate    float64 `yaml:"rate,omitempty"` // absent for event-driven ops
 		Timeout string  `yaml:"timeout"`
-		Async   bool    `yaml:"event_driven,omitempty"`
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode}
 	add := func(parent *yaml.Node, key string, v any) error {
@@ -38,7 +37,7 @@ func Dump(cfg *Config) ([]byte, error) {
 		tn := &yaml.Node{Kind: yaml.MappingNode}
 		ops := map[string]dumpOp{}
 		for _, op := range t.Resolved {
-			ops[op.Name] = dumpOp{Rate: op.Rate, Timeout: op.Timeout.String(), Async: op.Async}
+			ops[op.Name] = dumpOp{Rate: op.Rate, Timeout: op.Timeout.String()}
 		}
 		for _, kv := range []struct {
 			k string

@@ -42,6 +42,7 @@ type runner struct {
 
 	stopSched context.CancelFunc // stops scheduling and idle workers
 	cancelOps context.CancelFunc // cancels in-flight ops
+	workers   []*worker
 	wg        sync.WaitGroup
 
 	// onReport, when set (by `once`), sees every recorded sample.
@@ -122,7 +123,9 @@ func (r *runner) start() {
 		})
 	}()
 	for range r.target.MaxInFlight {
-		go r.work(schedCtx, opCtx)
+		w := newWorker()
+		r.workers = append(r.workers, w)
+		go r.work(w, schedCtx, opCtx)
 	}
 	go func() {
 		defer r.wg.Done()
@@ -144,6 +147,9 @@ func (r *runner) stop(grace time.Duration) {
 	case <-done:
 	case <-time.After(grace):
 		r.cancelOps()
+		for _, w := range r.workers {
+			w.abort()
+		}
 		<-done
 	}
 	r.cancelOps()
@@ -161,22 +167,23 @@ func (r *runner) enqueue(j job) {
 	}
 }
 
-func (r *runner) work(schedCtx, opCtx context.Context) {
+func (r *runner) work(w *worker, schedCtx, opCtx context.Context) {
 	defer r.wg.Done()
+	defer w.timer.Stop()
 	var out probes.Outcome
 	for {
 		select {
 		case <-schedCtx.Done():
 			return
 		case j := <-r.jobs:
-			r.execute(opCtx, j, &out)
+			r.execute(w, opCtx, j, &out)
 		}
 	}
 }
 
 // execute runs one op. Latency counts from the intended start, service time
 // from when the request was sent.
-func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
+func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outcome) {
 	start := time.Now()
 	if start.Sub(j.intended) >= j.op.op.Timeout {
 		r.record(j.op, j.intended, start, start, nil, errBacklog)
@@ -186,8 +193,8 @@ func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
 		r.inFlight.Inc()
 		defer r.inFlight.Dec()
 	}
-	octx, cancel := context.WithDeadline(ctx, start.Add(j.op.op.Timeout))
-	defer cancel()
+	octx := w.begin(ctx, start.Add(j.op.op.Timeout))
+	defer w.end(octx)
 	out.Reset(j.intended)
 	err := r.ensurePrepared(octx)
 	if err == nil {

@@ -1,0 +1,317 @@
+// Package baseline loads the documented reference figures (baselines/*.yaml)
+// that dbcanary's alert thresholds and dashboard lines are derived from. Each
+// figure keeps its source document and test conditions next to its number.
+package baseline
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a baseline data file.
+type File struct {
+	// Factors turn a figure into alert thresholds (figure × factor).
+	Factors Factors `yaml:"factors"`
+	// SnapTolerance is how far (relative) a threshold may move down to the
+	// nearest classic bucket bound; beyond it the threshold moves up instead.
+	SnapTolerance float64 `yaml:"snap_tolerance"`
+	// Policy holds the thresholds that are choices, not measurements.
+	Policy  Policy   `yaml:"policy"`
+	Sources []Source `yaml:"sources"`
+	Figures []Figure `yaml:"figures"`
+}
+
+// Factors multiply a figure into the warning and critical thresholds.
+type Factors struct {
+	Warning  float64 `yaml:"warning"`
+	Critical float64 `yaml:"critical"`
+}
+
+// Policy is what the operator decides rather than what a benchmark measured.
+type Policy struct {
+	// SLOObjective is the availability objective (fraction of ops that succeed).
+	SLOObjective float64 `yaml:"slo_objective"`
+	// ErrorRatioWarning is the 5m per-op error ratio that warns.
+	ErrorRatioWarning float64 `yaml:"error_ratio_warning"`
+	// StaleAfter is how long an op may go without a success.
+	StaleAfter model.Duration `yaml:"stale_after"`
+	// DriftFactor: p99 over 1h above this many times the same hour a day earlier warns...
+	DriftFactor float64 `yaml:"drift_factor"`
+	// ...once it is also above DriftMinSeconds (below that, drift is noise).
+	DriftMinSeconds float64 `yaml:"drift_min_seconds"`
+	// Job is the Prometheus scrape job name of dbcanary.
+	Job string `yaml:"job"`
+}
+
+// Source is a reference document.
+type Source struct {
+	ID         string `yaml:"id"`
+	Document   string `yaml:"document"`
+	Conditions string `yaml:"conditions"`
+}
+
+// Figure is one documented number mapped to canary ops.
+type Figure struct {
+	ID      string   `yaml:"id"`
+	Backend string   `yaml:"backend"`
+	Ops     []string `yaml:"ops"`
+	// Kind is latency (dbcanary_op_latency_seconds), phase
+	// (dbcanary_op_phase_seconds{phase}) or throughput (reference only).
+	Kind  string `yaml:"kind"`
+	Phase string `yaml:"phase,omitempty"`
+	// Stat is the statistic: p50, p90, p95, p99, p99.9, mean or rate.
+	Stat  string  `yaml:"stat"`
+	Value float64 `yaml:"value"`
+	// Unit of Value: us, ms, s for latency; ops/s, msg/s, docs/s, MB/s for throughput.
+	Unit string `yaml:"unit"`
+	// Quoted is the figure exactly as BASELINES.md prints it (ranges included).
+	Quoted     string `yaml:"quoted"`
+	Source     string `yaml:"source"`
+	Conditions string `yaml:"conditions"`
+	// Use is alert (thresholds are generated) or reference (dashboards and docs only).
+	Use string `yaml:"use"`
+	// Factors override the file's factors for this figure.
+	Factors *Factors `yaml:"factors,omitempty"`
+	// Note says how the figure maps onto the canary op.
+	Note string `yaml:"note,omitempty"`
+}
+
+// Kinds, uses and stats.
+const (
+	KindLatency    = "latency"
+	KindPhase      = "phase"
+	KindThroughput = "throughput"
+	UseAlert       = "alert"
+	UseReference   = "reference"
+)
+
+var (
+	latencyUnits    = map[string]float64{"us": 1e-6, "ms": 1e-3, "s": 1}
+	throughputUnits = []string{"ops/s", "msg/s", "docs/s", "MB/s"}
+	nameRE          = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	opRE            = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
+)
+
+// Seconds is a latency figure's value in seconds.
+func (f Figure) Seconds() float64 { return f.Value * latencyUnits[f.Unit] }
+
+// Quantile is the stat as a quantile (p99 → 0.99), ok false for mean and rate.
+func (f Figure) Quantile() (float64, bool) {
+	if !strings.HasPrefix(f.Stat, "p") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f.Stat[1:], 64)
+	if err != nil {
+		return 0, false
+	}
+	return v / 100, true
+}
+
+// EffectiveFactors are the figure's own factors or else the file's.
+func (b *File) EffectiveFactors(f Figure) Factors {
+	if f.Factors != nil {
+		return *f.Factors
+	}
+	return b.Factors
+}
+
+// Source returns a source by id.
+func (b *File) Source(id string) Source {
+	for _, s := range b.Sources {
+		if s.ID == id {
+			return s
+		}
+	}
+	return Source{}
+}
+
+// Errors is every validation problem of a file, each naming its path.
+type Errors []error
+
+func (e Errors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Load reads and validates a baseline file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Parse decodes strictly (unknown keys are errors) and validates.
+func Parse(data []byte) (*File, error) {
+	var b File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("decoding: %w", err)
+	}
+	if errs := b.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return &b, nil
+}
+
+// Validate reports every problem, each prefixed by its path in the file.
+func (b *File) Validate() Errors {
+	var errs Errors
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	checkFactors := func(path string, f Factors) {
+		if f.Warning < 1 {
+			bad(path+".warning", "must be at least 1 (a figure measured under load is a ceiling), got %g", f.Warning)
+		}
+		if f.Critical <= f.Warning {
+			bad(path+".critical", "must be above warning (%g), got %g", f.Warning, f.Critical)
+		}
+	}
+	checkFactors("factors", b.Factors)
+	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
+		bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
+	}
+	p := b.Policy
+	if p.SLOObjective <= 0.9 || p.SLOObjective >= 1 {
+		bad("policy.slo_objective", "must be in (0.9, 1), got %g", p.SLOObjective)
+	} else if 14.4*(1-p.SLOObjective) >= 1 {
+		bad("policy.slo_objective", "%g leaves an error budget so large that a 14.4x burn exceeds 100 %% errors", p.SLOObjective)
+	}
+	if p.ErrorRatioWarning <= 0 || p.ErrorRatioWarning >= 1 {
+		bad("policy.error_ratio_warning", "must be in (0, 1), got %g", p.ErrorRatioWarning)
+	}
+	if time.Duration(p.StaleAfter) < time.Minute {
+		bad("policy.stale_after", "must be at least 1m, got %s", p.StaleAfter)
+	}
+	if p.DriftFactor <= 1 {
+		bad("policy.drift_factor", "must be above 1, got %g", p.DriftFactor)
+	}
+	if p.DriftMinSeconds < 0 {
+		bad("policy.drift_min_seconds", "must not be negative, got %g", p.DriftMinSeconds)
+	}
+	if !nameRE.MatchString(p.Job) {
+		bad("policy.job", "must be a Prometheus job name like dbcanary, got %q", p.Job)
+	}
+	sources := map[string]bool{}
+	for i, s := range b.Sources {
+		path := fmt.Sprintf("sources[%d]", i)
+		switch {
+		case s.ID == "":
+			bad(path+".id", "missing")
+		case sources[s.ID]:
+			bad(path+".id", "duplicate %q", s.ID)
+		}
+		sources[s.ID] = true
+		if s.Document == "" {
+			bad(path+".document", "missing: name the reference document")
+		}
+		if s.Conditions == "" {
+			bad(path+".conditions", "missing: state the test conditions")
+		}
+	}
+	ids := map[string]bool{}
+	alerted := map[string]string{} // backend/op/phase/stat → figure id: one alert figure each
+	for i, f := range b.Figures {
+		path := fmt.Sprintf("figures[%d]", i)
+		if f.ID != "" {
+			path = fmt.Sprintf("figures[%d](%s)", i, f.ID)
+		}
+		switch {
+		case f.ID == "":
+			bad(path+".id", "missing")
+		case ids[f.ID]:
+			bad(path+".id", "duplicate %q", f.ID)
+		}
+		ids[f.ID] = true
+		if !nameRE.MatchString(f.Backend) {
+			bad(path+".backend", "must be a backend name like rabbitmq, got %q", f.Backend)
+		}
+		if len(f.Ops) == 0 {
+			bad(path+".ops", "missing: list the canary ops the figure applies to")
+		}
+		for j, op := range f.Ops {
+			if !opRE.MatchString(op) {
+				bad(fmt.Sprintf("%s.ops[%d]", path, j), "not an op name: %q", op)
+			}
+		}
+		if !sources[f.Source] {
+			bad(path+".source", "unknown source %q (define it under sources)", f.Source)
+		}
+		if f.Conditions == "" {
+			bad(path+".conditions", "missing: state the test conditions of this figure")
+		}
+		if f.Quoted == "" {
+			bad(path+".quoted", "missing: quote the figure as the reference prints it")
+		}
+		if !(f.Value > 0) || math.IsInf(f.Value, 0) {
+			bad(path+".value", "must be a positive number, got %g", f.Value)
+		}
+		if f.Use != UseAlert && f.Use != UseReference {
+			bad(path+".use", "must be alert or reference, got %q", f.Use)
+		}
+		if f.Factors != nil {
+			checkFactors(path+".factors", *f.Factors)
+		}
+		switch f.Kind {
+		case KindLatency, KindPhase:
+			if _, ok := latencyUnits[f.Unit]; !ok {
+				bad(path+".unit", "a latency is in us, ms or s, got %q", f.Unit)
+			}
+			q, isQ := f.Quantile()
+			if f.Stat != "mean" && (!isQ || q <= 0 || q >= 1) {
+				bad(path+".stat", "a latency stat is mean or pNN (p50, p99, p99.9), got %q", f.Stat)
+			}
+			if f.Kind == KindPhase && !nameRE.MatchString(f.Phase) {
+				bad(path+".phase", "a phase figure names its phase (first_byte, last_byte), got %q", f.Phase)
+			}
+			if f.Kind == KindLatency && f.Phase != "" {
+				bad(path+".phase", "only phase figures have a phase")
+			}
+			if f.Use == UseAlert {
+				if !isQ {
+					bad(path+".use", "only a quantile can be alerted on (histogram_quantile), not %q", f.Stat)
+				}
+				for _, op := range f.Ops {
+					key := strings.Join([]string{f.Backend, op, f.Phase, f.Stat}, "/")
+					if other, dup := alerted[key]; dup {
+						bad(path+".ops", "%s %s %s is already alerted on by figure %s", f.Backend, op, f.Stat, other)
+					}
+					alerted[key] = f.ID
+				}
+			}
+		case KindThroughput:
+			if !slices.Contains(throughputUnits, f.Unit) {
+				bad(path+".unit", "a throughput is in %s, got %q", strings.Join(throughputUnits, ", "), f.Unit)
+			}
+			if f.Stat != "rate" {
+				bad(path+".stat", "a throughput stat is rate, got %q", f.Stat)
+			}
+			if f.Use != UseReference {
+				bad(path+".use", "a throughput is reference only: the canary's own rate is set by its config")
+			}
+		default:
+			bad(path+".kind", "must be latency, phase or throughput, got %q", f.Kind)
+		}
+	}
+	return errs
+}
