@@ -220,7 +220,7 @@ func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outc
 }
 
 // ensurePrepared runs Prepare once, or again after a failure once the
-// backoff (1 s doubling to 30 s) has passed; meanwhile ops fail fast with the
+// backoff (1 s doubling to 5 s) has passed; meanwhile ops fail fast with the
 // last Prepare error so a down store costs nothing but a counter.
 func (r *runner) ensurePrepared(ctx context.Context) error {
 	if r.prepared.Load() {
@@ -248,7 +248,7 @@ func (r *runner) ensurePrepared(ctx context.Context) error {
 	r.prepMu.Lock()
 	defer r.prepMu.Unlock()
 	if err != nil {
-		r.backoff = min(max(2*r.backoff, time.Second), 30*time.Second)
+		r.backoff = min(max(2*r.backoff, time.Second), 5*time.Second)
 		r.nextPrep = time.Now().Add(r.backoff)
 		if r.prepErr == nil || r.prepErr.Error() != err.Error() {
 			r.logger.Warn("cannot prepare the canary namespace; retrying with backoff", "err", err, "retry_in", r.backoff)
