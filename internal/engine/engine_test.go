@@ -286,7 +286,7 @@ func (prepareFail) Prepare(context.Context) error {
 	return probes.Fail(probes.CauseRefused, context.DeadlineExceeded)
 }
 func (prepareFail) Run(context.Context, string, *probes.Outcome) error { return nil }
-func (prepareFail) Close() error                                         { return nil }
+func (prepareFail) Close() error                                       { return nil }
 
 func init() {
 	probes.Register(probes.Backend{
