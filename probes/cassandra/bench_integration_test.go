@@ -1,0 +1,139 @@
+//go:build integration
+
+package cassandra_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// BenchmarkOverhead compares the probe's cost per op with a bare driver loop
+// running the same statements (1 insert : 4 reads, blobs of uniform(1..10000)
+// and uniform(1..100000) bytes, CL ONE, read back and compared) against the
+// same node, in interleaved blocks so both see the same node state.
+//
+//	go test -tags integration -run '^$' -bench Overhead -benchtime 2000x ./probes/cassandra/
+func BenchmarkOverhead(b *testing.B) {
+	a := admin(b)
+	mustExec(b, a, `DROP KEYSPACE IF EXISTS dbcanary_bench`)
+	p := newProbe(b, "bench", section(b, "dbcanary_bench", "read_min_age: 0s"))
+	if err := prepare(b, p); err != nil {
+		b.Fatal(err)
+	}
+	bare := newBareLoop(b)
+	ops := []string{"insert", "read", "read", "read", "read"}
+	ctx := context.Background()
+	// Warm both paths (prepared statements, connections, JIT on the node).
+	for i := range 200 {
+		if err := bare.op(ctx, ops[i%5]); err != nil {
+			b.Fatal(err)
+		}
+		if err := runOp(ctx, p, ops[i%5]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const block = 50
+	var bareDur, probeDur time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += block {
+		n := min(block, b.N-done)
+		t0 := time.Now()
+		for i := range n {
+			if err := bare.op(ctx, ops[(done+i)%5]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for i := range n {
+			if err := runOp(ctx, p, ops[(done+i)%5]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bareDur += t1.Sub(t0)
+		probeDur += time.Since(t1)
+	}
+	b.StopTimer()
+	bareNs := float64(bareDur.Nanoseconds()) / float64(b.N)
+	probeNs := float64(probeDur.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(bareNs, "bare-ns/op")
+	b.ReportMetric(probeNs, "dbcanary-ns/op")
+	b.ReportMetric(probeNs/bareNs, "ratio")
+	b.Logf("ops=%d bare %.0f ns/op, dbcanary %.0f ns/op, ratio %.3f", b.N, bareNs, probeNs, probeNs/bareNs)
+}
+
+func runOp(ctx context.Context, p probes.Probe, op string) error {
+	var out probes.Outcome
+	out.Reset(time.Now())
+	return p.Run(ctx, op, &out)
+}
+
+// bareLoop is the same workload written directly against the driver.
+type bareLoop struct {
+	s    *gocql.Session
+	pool []byte
+	keys []bareKey
+}
+
+type bareKey struct {
+	key           gocql.UUID
+	aOff, aLen    int
+	bOff, bLen    int
+	insertedIndex int
+}
+
+func newBareLoop(b *testing.B) *bareLoop {
+	pw, err := os.ReadFile(env.Get(b, "DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := gocql.NewCluster(host())
+	cl.Port = port()
+	cl.NumConns = 1
+	cl.Consistency = gocql.One
+	cl.Timeout = 5 * time.Second
+	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(env.Get(b, "DBCANARY_TEST_CASSANDRA_DC")))
+	cl.Authenticator = gocql.PasswordAuthenticator{Username: env.Get(b, "DBCANARY_TEST_CASSANDRA_USER"), Password: string(pw)}
+	s, err := cl.CreateSession()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	pool := make([]byte, 100000+1<<16)
+	for i := range pool {
+		pool[i] = byte(rand.Uint32())
+	}
+	return &bareLoop{s: s, pool: pool}
+}
+
+func (l *bareLoop) op(ctx context.Context, op string) error {
+	if op == "insert" || len(l.keys) == 0 {
+		k := bareKey{key: gocql.MustRandomUUID(), aLen: 1 + rand.IntN(10000), bLen: 1 + rand.IntN(100000)}
+		k.aOff, k.bOff = rand.IntN(len(l.pool)-k.aLen), rand.IntN(len(l.pool)-k.bLen)
+		err := l.s.Query(`INSERT INTO dbcanary_bench.mixed_workload (key, a, b) VALUES (?, ?, ?) USING TTL ?`,
+			k.key, l.pool[k.aOff:k.aOff+k.aLen], l.pool[k.bOff:k.bOff+k.bLen], 3600).Consistency(gocql.One).ExecContext(ctx)
+		if err == nil && len(l.keys) < 1000 {
+			l.keys = append(l.keys, k)
+		}
+		return err
+	}
+	k := l.keys[rand.IntN(len(l.keys))]
+	var key gocql.UUID
+	var a, b []byte
+	if err := l.s.Query(`SELECT * FROM dbcanary_bench.mixed_workload WHERE key = ?`, k.key).Consistency(gocql.One).ScanContext(ctx, &key, &a, &b); err != nil {
+		return err
+	}
+	if !bytes.Equal(a, l.pool[k.aOff:k.aOff+k.aLen]) || !bytes.Equal(b, l.pool[k.bOff:k.bOff+k.bLen]) {
+		return errMismatch
+	}
+	return nil
+}
+
+var errMismatch = probes.Fail(probes.CauseMismatch, nil)

@@ -1,0 +1,162 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+func init() {
+	probes.Register(probes.Backend{
+		Name:      "cassandra",
+		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
+		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
+	})
+}
+
+// Probe is the Cassandra canary for one target.
+type Probe struct {
+	cfg        Config
+	target     string
+	instance   string
+	hostList   string // contact points, for messages
+	logger     *slog.Logger
+	table      string
+	ttlSeconds int
+	maxReadAge time.Duration // rows older than this may expire under the read
+	cl         map[string]gocql.Consistency
+	stmts      statements
+	pool       payloadPool
+	ring       *keyRing // mixed_workload
+	recs       *records // ycsb_a
+
+	mu           sync.Mutex // guards the session state below
+	sess         *gocql.Session
+	dialErr      error
+	nextDial     time.Time
+	backoff      time.Duration
+	noHostsSince time.Time
+}
+
+type statements struct {
+	insert, read         string
+	ycsbInsert, ycsbRead string
+	ycsbUpdate           [ycsbFields]string
+}
+
+// New builds the probe; it does no I/O.
+func New(t probes.Target) (*Probe, error) {
+	cfg := *t.Config.(*Config)
+	p := &Probe{
+		cfg:        cfg,
+		target:     t.Name,
+		instance:   t.InstanceID,
+		hostList:   strings.Join(cfg.Hosts, ","),
+		logger:     t.Logger,
+		ttlSeconds: int(cfg.TTL / time.Second),
+		// A margin of a tenth of the TTL covers clock skew between us and the nodes.
+		maxReadAge: cfg.TTL - cfg.TTL/10,
+		cl:         map[string]gocql.Consistency{},
+	}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TLS.InsecureSkipVerify {
+		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
+	}
+	for _, op := range cfg.opNames() {
+		p.cl[op] = cfg.consistency(op)
+	}
+	ks := cfg.Keyspace
+	switch cfg.Profile {
+	case ProfileYCSBA:
+		if p.instance == "" {
+			return nil, errors.New("cassandra: the ycsb_a profile needs an instance id (its keys are <instance>-<n>)")
+		}
+		p.table = "usertable"
+		p.pool = newTextPool(cfg.YCSBA.FieldLength)
+		p.recs = &records{recs: make([]record, cfg.YCSBA.RecordCount)}
+		cols, marks := "y_id", "?"
+		for f := range ycsbFields {
+			cols += fmt.Sprintf(", field%d", f)
+			marks += ", ?"
+			p.stmts.ycsbUpdate[f] = fmt.Sprintf("UPDATE %s.usertable USING TTL ? SET field%d = ? WHERE y_id = ?", ks, f)
+		}
+		p.stmts.ycsbInsert = fmt.Sprintf("INSERT INTO %s.usertable (%s) VALUES (%s) USING TTL ?", ks, cols, marks)
+		p.stmts.ycsbRead = fmt.Sprintf("SELECT %s FROM %s.usertable WHERE y_id = ?", strings.TrimPrefix(cols, "y_id, "), ks)
+	default:
+		p.table = "mixed_workload"
+		p.pool = newBinaryPool(max(cfg.MixedWorkload.ASize.Max, cfg.MixedWorkload.BSize.Max))
+		p.ring = newKeyRing(cfg.MixedWorkload.RecentKeys)
+		p.stmts.insert = fmt.Sprintf("INSERT INTO %s.mixed_workload (key, a, b) VALUES (?, ?, ?) USING TTL ?", ks)
+		p.stmts.read = fmt.Sprintf("SELECT * FROM %s.mixed_workload WHERE key = ?", ks)
+	}
+	return p, nil
+}
+
+// Run implements probes.Probe.
+func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
+	s, err := p.session(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case p.ring != nil && op == OpInsert:
+		_, err = p.insert(ctx, s, out)
+		return err
+	case p.ring != nil && op == OpRead:
+		return p.read(ctx, s, out)
+	case p.ring != nil && op == OpReadMiss:
+		return p.readMiss(ctx, s, out)
+	case p.recs != nil && op == OpRead:
+		return p.ycsbRead(ctx, s, out)
+	case p.recs != nil && op == OpUpdate:
+		return p.update(ctx, s, out)
+	}
+	return probes.Fail(probes.CauseOther, fmt.Errorf("cassandra: op %q is not part of profile %s", op, p.cfg.Profile))
+}
+
+// opErr classifies a failed op, marking a vanished keyspace or table so the
+// engine runs Prepare again.
+func (p *Probe) opErr(s *gocql.Session, op string, err error) error {
+	p.noteResult(s, err)
+	if namespaceGone(err) {
+		return probes.Fail(probes.CauseNotFound, fmt.Errorf("cassandra %s: %s: canary table %s.%s is gone (%v): %w",
+			p.hostList, op, p.cfg.Keyspace, p.table, err, probes.ErrNamespaceGone))
+	}
+	if isUnauthorized(err) {
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("cassandra %s: %s: role %s lacks a grant (needs: GRANT SELECT, MODIFY ON KEYSPACE %s TO %s;): %w",
+			p.hostList, op, p.role(), p.cfg.Keyspace, p.role(), err))
+	}
+	return p.classify(op, err)
+}
+
+func (p *Probe) resetWritten() {
+	if p.ring != nil {
+		p.ring.reset()
+	}
+	if p.recs != nil {
+		p.recs.reset()
+	}
+}
+
+// Close implements probes.Probe.
+func (p *Probe) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != nil {
+		p.sess.Close()
+		p.sess = nil
+	}
+	p.nextDial = time.Now().Add(time.Hour) // a closed probe does not reconnect
+	p.dialErr = probes.Fail(probes.CauseOther, errors.New("cassandra: probe closed"))
+	return nil
+}

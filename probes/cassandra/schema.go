@@ -1,0 +1,115 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// Prepare implements probes.Probe: it connects, then creates the canary
+// keyspace and the profile's table when absent. It reads system_schema first
+// because Cassandra checks CREATE permission even for IF NOT EXISTS, so a
+// role that may only use a pre-created keyspace still works.
+func (p *Probe) Prepare(ctx context.Context) error {
+	s, err := p.session(ctx)
+	if err != nil {
+		return err
+	}
+	var name string
+	err = s.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace).
+		Consistency(gocql.One).ScanContext(ctx, &name)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := p.createKeyspace(ctx, s); err != nil {
+			return err
+		}
+	case err != nil:
+		return p.classify("reading system_schema.keyspaces", err)
+	}
+	var ttl int
+	err = s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, p.cfg.Keyspace, p.table).
+		Consistency(gocql.One).ScanContext(ctx, &ttl)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := p.createTable(ctx, s); err != nil {
+			return err
+		}
+		// A new table holds none of the rows remembered: forget them.
+		p.resetWritten()
+	case err != nil:
+		return p.classify("reading system_schema.tables", err)
+	case time.Duration(ttl)*time.Second != p.cfg.TTL:
+		p.logger.Warn("canary table's default_time_to_live differs from the configured ttl; every write still carries the configured ttl",
+			"table", p.cfg.Keyspace+"."+p.table, "table_ttl", time.Duration(ttl)*time.Second, "ttl", p.cfg.TTL,
+			"fix", fmt.Sprintf("ALTER TABLE %s.%s WITH default_time_to_live = %d;", p.cfg.Keyspace, p.table, p.ttlSeconds))
+	}
+	return nil
+}
+
+func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session) error {
+	stmt := p.createKeyspaceCQL()
+	err := s.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
+	if err == nil {
+		p.logger.Info("created the canary keyspace", "keyspace", p.cfg.Keyspace, "replication", p.cfg.Replication.cql())
+		return nil
+	}
+	if isUnauthorized(err) {
+		return probes.Fail(probes.CauseAuth, fmt.Errorf(
+			"cassandra %s: role %s may not create the canary keyspace %s (missing grant: CREATE ON ALL KEYSPACES). "+
+				"Either GRANT CREATE ON ALL KEYSPACES TO %s; or have an administrator pre-create it: %s GRANT CREATE, SELECT, MODIFY ON KEYSPACE %s TO %s; (server said: %v)",
+			p.hostList, p.role(), p.cfg.Keyspace, p.role(), stmt+";", p.cfg.Keyspace, p.role(), err))
+	}
+	return p.classify("creating keyspace "+p.cfg.Keyspace, err)
+}
+
+func (p *Probe) createTable(ctx context.Context, s *gocql.Session) error {
+	stmt := p.createTableCQL()
+	err := s.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
+	if err == nil {
+		p.logger.Info("created the canary table", "table", p.cfg.Keyspace+"."+p.table, "ttl", p.cfg.TTL)
+		return nil
+	}
+	if isUnauthorized(err) {
+		return probes.Fail(probes.CauseAuth, fmt.Errorf(
+			"cassandra %s: role %s may not create table %s.%s (missing grant: CREATE ON KEYSPACE %s). "+
+				"Either GRANT CREATE ON KEYSPACE %s TO %s; or have an administrator pre-create it: %s GRANT SELECT, MODIFY ON KEYSPACE %s TO %s; (server said: %v)",
+			p.hostList, p.role(), p.cfg.Keyspace, p.table, p.cfg.Keyspace, p.cfg.Keyspace, p.role(), stmt+";", p.cfg.Keyspace, p.role(), err))
+	}
+	return p.classify("creating table "+p.cfg.Keyspace+"."+p.table, err)
+}
+
+func (p *Probe) createKeyspaceCQL() string {
+	return fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", p.cfg.Keyspace, p.cfg.Replication.cql())
+}
+
+func (p *Probe) createTableCQL() string {
+	cols := "key uuid PRIMARY KEY, a blob, b blob"
+	if p.cfg.Profile == ProfileYCSBA {
+		var b strings.Builder
+		b.WriteString("y_id varchar PRIMARY KEY")
+		for i := range ycsbFields {
+			fmt.Fprintf(&b, ", field%d varchar", i)
+		}
+		cols = b.String()
+	}
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (%s) WITH default_time_to_live = %d", p.cfg.Keyspace, p.table, cols, p.ttlSeconds)
+}
+
+// role names the canary's role in grant hints.
+func (p *Probe) role() string {
+	if p.cfg.Username == "" {
+		return "<canary role>"
+	}
+	return p.cfg.Username
+}
+
+func isUnauthorized(err error) bool {
+	var re gocql.RequestError
+	return errors.As(err, &re) && re.Code() == gocql.ErrCodeUnauthorized
+}

@@ -1,0 +1,105 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// noHostsRebuild is how long every request may fail with "no hosts available"
+// before the session is rebuilt from the contact points: the driver redials
+// down nodes by itself, this only covers a ring it lost track of entirely.
+const noHostsRebuild = 30 * time.Second
+
+// session returns the shared session, creating it if needed. After a failed
+// connect, ops fail fast with the last error during a backoff of 1 s doubling
+// to 30 s, so a down cluster costs nothing but a counter.
+func (p *Probe) session(ctx context.Context) (*gocql.Session, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != nil && !p.sess.Closed() {
+		return p.sess, nil
+	}
+	if time.Now().Before(p.nextDial) {
+		return nil, p.dialErr
+	}
+	s, err := p.connect(ctx)
+	if err != nil {
+		p.backoff = min(max(2*p.backoff, time.Second), 30*time.Second)
+		p.nextDial = time.Now().Add(p.backoff)
+		p.dialErr = err
+		return nil, err
+	}
+	p.sess, p.backoff, p.dialErr, p.nextDial, p.noHostsSince = s, 0, nil, time.Time{}, time.Time{}
+	p.logger.Debug("connected", "hosts", p.hostList)
+	return s, nil
+}
+
+func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
+	cl := gocql.NewCluster(p.cfg.Hosts...)
+	cl.Port = p.cfg.Port
+	cl.ConnectTimeout = p.cfg.ConnectTimeout
+	cl.Timeout = p.cfg.RequestTimeout
+	cl.ReconnectInterval = p.cfg.ReconnectInterval
+	cl.ReconnectionPolicy = &gocql.ConstantReconnectionPolicy{MaxRetries: 3, Interval: min(time.Second, p.cfg.ReconnectInterval)}
+	cl.NumConns = 1            // a canary's rate needs no more, and the driver multiplexes streams
+	cl.Consistency = gocql.One // every statement sets its own level
+	cl.SocketKeepalive = 30 * time.Second
+	cl.MaxWaitSchemaAgreement = 30 * time.Second
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < cl.ConnectTimeout {
+		cl.ConnectTimeout = max(time.Until(d), 100*time.Millisecond)
+	}
+	fallback := gocql.RoundRobinHostPolicy()
+	if p.cfg.LocalDC != "" {
+		fallback = gocql.DCAwareRoundRobinPolicy(p.cfg.LocalDC)
+	}
+	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback)
+	if p.cfg.Username != "" {
+		password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+		if err != nil {
+			return nil, probes.Fail(probes.CauseAuth, fmt.Errorf("cassandra %s: password: %w", p.hostList, err))
+		}
+		cl.Authenticator = gocql.PasswordAuthenticator{Username: p.cfg.Username, Password: password}
+	}
+	if p.cfg.TLS.Configured() {
+		// An empty server name lets the driver check each node's own address.
+		tc, err := p.cfg.TLS.Build("")
+		if err != nil {
+			return nil, err
+		}
+		cl.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !p.cfg.TLS.InsecureSkipVerify}
+	}
+	s, err := cl.CreateSession()
+	if err != nil {
+		return nil, p.classify("connect", err)
+	}
+	return s, nil
+}
+
+// noteResult watches for a session that lost every host for too long and
+// drops it, so the next op rebuilds it from the contact points.
+func (p *Probe) noteResult(s *gocql.Session, err error) {
+	if err != nil && !errors.Is(err, gocql.ErrNoConnections) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != s {
+		return
+	}
+	switch {
+	case err == nil:
+		p.noHostsSince = time.Time{}
+	case p.noHostsSince.IsZero():
+		p.noHostsSince = time.Now()
+	case time.Since(p.noHostsSince) > noHostsRebuild:
+		p.logger.Info("no Cassandra host reachable for a while: rebuilding the session", "for", time.Since(p.noHostsSince).Round(time.Second))
+		s.Close()
+		p.sess, p.noHostsSince = nil, time.Time{}
+	}
+}

@@ -1,0 +1,172 @@
+package opensearch
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// The local OpenSearch has no security plugin, so it never answers 401 or
+// 403: these tests map those statuses against a small HTTP server on 127.0.0.1.
+
+func testProbe(t *testing.T, addr string, edit func(*Config)) *Probe {
+	t.Helper()
+	c := DefaultConfig
+	c.Addresses = []string{addr}
+	c.MaxRetries = 0
+	c.RequestTimeout = 2 * time.Second
+	c.Username, c.PasswordFile = "canary", "testdata/password"
+	if edit != nil {
+		edit(&c)
+	}
+	if errs := c.Validate(); len(errs) != 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	p, err := New(probes.Target{Name: "os", InstanceID: "unit-1", Config: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func fakeServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.Listener.Close()
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+func runOp(t *testing.T, p *Probe, op string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out probes.Outcome
+	return p.Run(ctx, op, &out)
+}
+
+func TestHTTPStatusCauses(t *testing.T) {
+	cases := []struct {
+		status int
+		body   string
+		want   probes.Cause
+	}{
+		{http.StatusUnauthorized, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`, probes.CauseAuth},
+		{http.StatusForbidden, `{"error":{"type":"security_exception","reason":"no permissions for [indices:admin/create]"},"status":403}`, probes.CauseAuth},
+		{http.StatusInternalServerError, `{"error":{"type":"exception","reason":"boom"},"status":500}`, probes.CauseServer},
+		{http.StatusBadGateway, `<html>bad gateway</html>`, probes.CauseServer},
+	}
+	for _, tc := range cases {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			var gotAuth string
+			url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if u, pw, ok := r.BasicAuth(); ok {
+					gotAuth = u + ":" + pw
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			})
+			p := testProbe(t, url, nil)
+			for _, op := range []string{"prepare", OpSearchTerm, OpIndex} {
+				var err error
+				if op == "prepare" {
+					err = p.Prepare(context.Background())
+				} else {
+					err = runOp(t, p, op)
+				}
+				if c := probes.CauseOf(err); c != tc.want {
+					t.Fatalf("%s: cause %q, want %q (err: %v)", op, c, tc.want, err)
+				}
+				if strings.Contains(err.Error(), "secret-pw") {
+					t.Fatalf("%s: error shows the password: %v", op, err)
+				}
+				if !strings.Contains(err.Error(), "opensearch target os") {
+					t.Fatalf("%s: error does not name the target: %v", op, err)
+				}
+			}
+			if gotAuth != "canary:secret-pw" {
+				t.Fatalf("server saw basic auth %q, want the configured user and the password file's content", gotAuth)
+			}
+		})
+	}
+}
+
+func TestGarbageIsServer(t *testing.T) {
+	url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && !strings.Contains(r.URL.Path, "/_") {
+			_, _ = w.Write([]byte(`{"acknowledged":true}`)) // index created
+			return
+		}
+		_, _ = w.Write([]byte(`this is not JSON`))
+	})
+	err := testProbe(t, url, nil).Prepare(context.Background())
+	if c := probes.CauseOf(err); c != probes.CauseServer {
+		t.Fatalf("cause %q, want server (err: %v)", c, err)
+	}
+}
+
+func TestIndexNotFoundIsNamespaceGone(t *testing.T) {
+	p := testProbe(t, "http://127.0.0.1:1", nil)
+	err := p.httpError("search", 404, []byte(`{"error":{"type":"index_not_found_exception","reason":"no such index [dbcanary-os-2025.01.01]"},"status":404}`))
+	if !errors.Is(err, probes.ErrNamespaceGone) || probes.CauseOf(err) != probes.CauseNotFound {
+		t.Fatalf("want not_found wrapping ErrNamespaceGone, got %q: %v", probes.CauseOf(err), err)
+	}
+	err = p.httpError("get", 404, []byte(`{"_index":"x","_id":"y","found":false}`))
+	if errors.Is(err, probes.ErrNamespaceGone) {
+		t.Fatalf("a missing document is not a missing index: %v", err)
+	}
+}
+
+func TestRefusedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	err = testProbe(t, addr, nil).Prepare(context.Background())
+	if c := probes.CauseOf(err); c != probes.CauseRefused {
+		t.Fatalf("cause %q, want refused (err: %v)", c, err)
+	}
+}
+
+func TestRetryOnAnotherNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	var hits atomic.Int32
+	alive := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":{"type":"security_exception","reason":"no"},"status":403}`))
+	})
+	p := testProbe(t, dead, func(c *Config) { c.Addresses = []string{dead, alive}; c.MaxRetries = 2 })
+	for range 3 {
+		err = p.Prepare(context.Background())
+		if c := probes.CauseOf(err); c != probes.CauseAuth {
+			t.Fatalf("cause %q, want auth from the live node (err: %v)", c, err)
+		}
+	}
+	if hits.Load() == 0 {
+		t.Fatal("the live node was never asked")
+	}
+}

@@ -1,0 +1,211 @@
+package opensearch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	osgo "github.com/opensearch-project/opensearch-go/v4"
+	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
+	"github.com/opensearch-project/opensearch-go/v4/opensearchtransport"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// newClient builds the opensearch-go client: its transport gives retries on
+// another node, dead-node resurrection and request timeouts. It does no I/O.
+func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, error) {
+	tr := &http.Transport{
+		Proxy:                 nil, // a canary measures the store, not a proxy picked up from the environment
+		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.RequestTimeout,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     false,
+	}
+	if cfg.TLS.Configured() || hasHTTPS(cfg.Addresses) {
+		// An empty server name lets crypto/tls check each node's own host name.
+		tc, err := cfg.TLS.Build("")
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tc
+	}
+	off := false
+	return opensearchapi.NewClient(opensearchapi.Config{Client: osgo.Config{
+		Addresses:                  cfg.Addresses,
+		Transport:                  tr,
+		RequestTimeout:             cfg.RequestTimeout,
+		MaxRetries:                 cfg.MaxRetries,
+		DisableRetry:               cfg.MaxRetries == 0,
+		DiscoverNodesOnStart:       &off, // probe exactly the configured nodes
+		HealthCheckRequestModifier: auth, // resurrecting a dead node needs credentials too
+	}})
+}
+
+func hasHTTPS(addrs []string) bool {
+	for _, a := range addrs {
+		if strings.HasPrefix(a, "https://") {
+			return true
+		}
+	}
+	return false
+}
+
+// request is one REST call.
+type request struct {
+	what   string // for errors: "index document", "search"...
+	method string
+	path   string // already escaped
+	query  url.Values
+	body   []byte
+	ndjson bool
+}
+
+// do sends a request and returns the status and body. Transport failures are
+// classified; HTTP statuses are left to the caller (see httpError).
+func (p *Probe) do(ctx context.Context, r request, out *probes.Outcome) (int, []byte, error) {
+	u, err := url.Parse(r.path) // r.path is escaped already: keep it as is
+	if err != nil {
+		return 0, nil, probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: %s: %v", p.target, r.what, err))
+	}
+	u.RawQuery = r.query.Encode()
+	var body *bytes.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	var req *http.Request
+	if body != nil {
+		req, err = http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, r.method, u.String(), nil)
+	}
+	if err != nil {
+		return 0, nil, probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: %s: %v", p.target, r.what, err))
+	}
+	if r.body != nil {
+		ct := "application/json"
+		if r.ndjson {
+			ct = "application/x-ndjson"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if err := p.authorize(req); err != nil {
+		return 0, nil, err
+	}
+	if out != nil {
+		out.BytesSent += int64(len(r.body))
+	}
+	resp, err := p.client.Client.Perform(req)
+	if resp == nil {
+		return 0, nil, p.transportError(r.what, err)
+	}
+	var data bytes.Buffer
+	if resp.Body != nil {
+		_, rerr := data.ReadFrom(resp.Body)
+		_ = resp.Body.Close()
+		if err == nil && rerr != nil {
+			err = rerr
+		}
+	}
+	if out != nil {
+		out.BytesReceived += int64(data.Len())
+	}
+	if err != nil && resp.StatusCode < 300 {
+		return 0, nil, p.transportError(r.what, err)
+	}
+	return resp.StatusCode, data.Bytes(), nil
+}
+
+// authorize sets basic auth, re-reading the password so a rotated secret is used.
+func (p *Probe) authorize(req *http.Request) error {
+	if p.cfg.Username == "" {
+		return nil
+	}
+	pw, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	if err != nil {
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("opensearch target %s: password: %w", p.target, err))
+	}
+	req.SetBasicAuth(p.cfg.Username, pw)
+	return nil
+}
+
+func (p *Probe) transportError(what string, err error) error {
+	wrapped := fmt.Errorf("opensearch target %s: %s: %w", p.target, what, err)
+	if errors.Is(err, opensearchtransport.ErrNoConnections) {
+		return probes.Fail(probes.CauseRefused, wrapped)
+	}
+	return probes.Fail(probes.Classify(err), wrapped)
+}
+
+// errorBody is OpenSearch's error envelope.
+type errorBody struct {
+	Error struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"error"`
+}
+
+// httpError classifies an unexpected HTTP status: 401/403 are auth, a missing
+// canary index means the namespace is gone (the engine runs Prepare again,
+// which recreates it), anything else is the server's fault.
+func (p *Probe) httpError(what string, status int, body []byte) error {
+	var eb errorBody
+	reason := ""
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Type != "" {
+		reason = eb.Error.Type + ": " + eb.Error.Reason
+	} else {
+		reason = strings.TrimSpace(string(body))
+	}
+	if len(reason) > 300 {
+		reason = reason[:300] + "..."
+	}
+	msg := fmt.Errorf("opensearch target %s: %s: HTTP %d: %s", p.target, what, status, reason)
+	switch {
+	case status == http.StatusUnauthorized:
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (check username and password)", msg))
+	case status == http.StatusForbidden:
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (the canary user needs the index permissions listed in docs/opensearch.md on %s*)", msg, p.prefix))
+	case status == http.StatusNotFound && eb.Error.Type == "index_not_found_exception":
+		return probes.Fail(probes.CauseNotFound, fmt.Errorf("%w: canary index deleted behind dbcanary's back, recreating it: %w", msg, probes.ErrNamespaceGone))
+	}
+	return probes.Fail(probes.CauseServer, msg)
+}
+
+// call sends a JSON request, accepts the listed statuses and decodes the body into v (if not nil).
+func (p *Probe) call(ctx context.Context, r request, out *probes.Outcome, v any, ok ...int) (int, error) {
+	status, body, err := p.do(ctx, r, out)
+	if err != nil {
+		return 0, err
+	}
+	accepted := false
+	for _, s := range ok {
+		accepted = accepted || s == status
+	}
+	if !accepted {
+		return status, p.httpError(r.what, status, body)
+	}
+	if v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			return status, probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: HTTP %d with a body that is not the expected JSON: %v", p.target, r.what, status, err))
+		}
+	}
+	return status, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own plain structs and maps are marshalled here.
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,164 @@
+package opensearch
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Canary indices are named <prefix><yyyy.mm.dd> (UTC day). They are shared by
+// every instance probing the target with the same prefix: documents carry the
+// instance id and every query filters on it, so a daily index per prefix keeps
+// the index count bounded by retention however many instances run.
+const dayLayout = "2006.01.02"
+
+func (p *Probe) indexName(t time.Time) string { return p.prefix + t.UTC().Format(dayLayout) }
+
+// writeAlias is the alias writes go through with require_alias=true, so a
+// write into a deleted index fails (404) instead of auto-creating an index
+// with a guessed mapping.
+func writeAlias(index string) string { return index + "-write" }
+
+// indexDay parses the day of a canary index name; ok is false for any other name.
+func (p *Probe) indexDay(name string) (time.Time, bool) {
+	rest, found := strings.CutPrefix(name, p.prefix)
+	if !found || len(rest) != len(dayLayout) {
+		return time.Time{}, false
+	}
+	d, err := time.Parse(dayLayout, rest)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return d, true
+}
+
+// expired reports whether a canary index of day d is past retention: its day
+// ended more than retention ago.
+func (p *Probe) expired(d, now time.Time) bool {
+	return d.Add(24 * time.Hour).Add(p.cfg.Retention).Before(now)
+}
+
+// indexBody is the explicit mapping: strict, so a document with other fields
+// is refused rather than silently widening the mapping.
+func (p *Probe) indexBody(index string) []byte {
+	text := map[string]any{"type": "text"}
+	keyword := map[string]any{"type": "keyword"}
+	return mustJSON(map[string]any{
+		"settings": map[string]any{
+			"number_of_shards":   1,
+			"number_of_replicas": p.cfg.Replicas,
+			"refresh_interval":   strconv.FormatInt(p.cfg.RefreshInterval.Milliseconds(), 10) + "ms",
+		},
+		"mappings": map[string]any{
+			"dynamic": "strict",
+			"properties": map[string]any{
+				"id": keyword, "instance": keyword, "kind": keyword, "topic": keyword,
+				"seq":      map[string]any{"type": "long"},
+				"date":     map[string]any{"type": "date", "format": "strict_date_optional_time"},
+				"title":    text,
+				"abstract": text,
+				"body":     text,
+			},
+		},
+		"aliases": map[string]any{writeAlias(index): map[string]any{}},
+	})
+}
+
+// ensureIndex creates the day's index (or checks it exists), makes sure the
+// write alias points at it and (re)writes this instance's reference set.
+// The caller holds p.mu.
+func (p *Probe) ensureIndex(ctx context.Context, index string) error {
+	status, body, err := p.do(ctx, request{what: "create index " + index, method: http.MethodPut, path: "/" + url.PathEscape(index), body: p.indexBody(index)}, nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case status == http.StatusOK:
+		if p.ensured[index] {
+			p.recreated.Add(1)
+			p.logger.Warn("canary index was deleted behind dbcanary's back; recreated it", "index", index, "recreated_total", p.recreated.Load())
+		} else {
+			p.logger.Info("created canary index", "index", index, "replicas", p.cfg.Replicas, "refresh_interval", p.cfg.RefreshInterval)
+		}
+	case status == http.StatusBadRequest && strings.Contains(string(body), "resource_already_exists_exception"):
+		// Another instance (or an earlier run) created it: make sure the alias is there.
+		if _, err := p.call(ctx, request{what: "add write alias to " + index, method: http.MethodPut,
+			path: "/" + url.PathEscape(index) + "/_alias/" + url.PathEscape(writeAlias(index))}, nil, nil, http.StatusOK); err != nil {
+			return err
+		}
+	default:
+		return p.httpError("create index "+index, status, body)
+	}
+	if err := p.writeRefs(ctx, index); err != nil {
+		return err
+	}
+	p.ensured[index] = true
+	p.index = index
+	return nil
+}
+
+// writeRefs (re)indexes the reference set and waits until it is searchable,
+// so the term and phrase ops can expect exact hits from the first run.
+func (p *Probe) writeRefs(ctx context.Context, index string) error {
+	var b strings.Builder
+	for _, d := range p.refs {
+		b.WriteString(`{"index":{"_index":`)
+		b.Write(mustJSON(writeAlias(index)))
+		b.WriteString(`,"_id":`)
+		b.Write(mustJSON(d.ID))
+		b.WriteString("}}\n")
+		b.Write(mustJSON(d))
+		b.WriteByte('\n')
+	}
+	// refresh=true, not wait_for: with a long refresh_interval wait_for would outlast the request timeout.
+	return p.bulkRequest(ctx, "write reference set into "+index, []byte(b.String()), "true", nil)
+}
+
+// sweep deletes this prefix's indices past retention. It lists only names
+// under the prefix and deletes by exact name, never by pattern.
+func (p *Probe) sweep(ctx context.Context, now time.Time) error {
+	var rows []struct {
+		Index string `json:"index"`
+	}
+	q := url.Values{"format": {"json"}, "h": {"index"}, "expand_wildcards": {"open,closed"}}
+	if _, err := p.call(ctx, request{what: "list canary indices", method: http.MethodGet,
+		path: "/_cat/indices/" + url.PathEscape(p.prefix+"*"), query: q}, nil, &rows, http.StatusOK); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d, ok := p.indexDay(r.Index)
+		if !ok || !p.expired(d, now) {
+			continue
+		}
+		status, body, err := p.do(ctx, request{what: "delete expired index " + r.Index, method: http.MethodDelete, path: "/" + url.PathEscape(r.Index)}, nil)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK && status != http.StatusNotFound { // 404: another instance was first
+			return p.httpError("delete expired index "+r.Index, status, body)
+		}
+		p.logger.Info("deleted canary index past retention", "index", r.Index, "retention", p.cfg.Retention)
+	}
+	return nil
+}
+
+// current returns today's index, creating it at the first op of a new day.
+func (p *Probe) current(ctx context.Context) (string, error) {
+	now := p.now()
+	want := p.indexName(now)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.index == want {
+		return want, nil
+	}
+	if err := p.ensureIndex(ctx, want); err != nil {
+		return "", err
+	}
+	if err := p.sweep(ctx, now); err != nil {
+		p.logger.Warn("cannot delete canary indices past retention", "err", err)
+	}
+	return want, nil
+}

@@ -1,0 +1,475 @@
+package opensearch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+func init() {
+	probes.Register(probes.Backend{
+		Name:      "opensearch",
+		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
+		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
+	})
+}
+
+// Probe is the OpenSearch canary for one target.
+type Probe struct {
+	cfg      Config
+	target   string
+	instance string
+	prefix   string
+	run      string // random per process: op document ids never collide with an earlier run's
+	refs     []Document
+	client   *opensearchapi.Client
+	logger   *slog.Logger
+	now      func() time.Time
+
+	mu      sync.Mutex // guards index creation and the fields below
+	index   string     // today's index, once ensured
+	ensured map[string]bool
+
+	recreated atomic.Int64 // indices found deleted behind our back and recreated
+	seq       atomic.Uint64
+	turn      atomic.Uint64 // round-robin over topics, phrases and documents to get
+
+	recentMu sync.Mutex
+	recent   [64]stored // documents this process indexed, for the get op
+	nrecent  int
+}
+
+type stored struct {
+	index string
+	doc   Document
+}
+
+// New builds the probe; it does no I/O.
+func New(t probes.Target) (*Probe, error) {
+	cfg := *t.Config.(*Config)
+	prefix := cfg.IndexPrefix
+	if prefix == "" {
+		prefix = "dbcanary-" + strings.ToLower(t.Name) + "-"
+	}
+	p := &Probe{
+		cfg:      cfg,
+		target:   t.Name,
+		instance: t.InstanceID,
+		prefix:   prefix,
+		run:      strconv.FormatUint(rand.Uint64()&0xffffffffff, 36),
+		refs:     refDocs(t.InstanceID),
+		logger:   t.Logger,
+		now:      time.Now,
+		ensured:  map[string]bool{},
+	}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TLS.InsecureSkipVerify {
+		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
+	}
+	client, err := newClient(&p.cfg, func(r *http.Request) { _ = p.authorize(r) })
+	if err != nil {
+		return nil, fmt.Errorf("opensearch client: %w", err)
+	}
+	p.client = client
+	return p, nil
+}
+
+// Prefix returns the canary index name prefix.
+func (p *Probe) Prefix() string { return p.prefix }
+
+// Recreated returns how many canary indices were found deleted and recreated.
+func (p *Probe) Recreated() int64 { return p.recreated.Load() }
+
+// Prepare creates today's index with its mapping (or checks it), writes the
+// reference set and deletes this prefix's indices past retention.
+func (p *Probe) Prepare(ctx context.Context) error {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.ensureIndex(ctx, p.indexName(now)); err != nil {
+		return err
+	}
+	if err := p.sweep(ctx, now); err != nil {
+		// Retention is housekeeping: a user without delete rights still gets a working canary.
+		p.logger.Warn("cannot delete canary indices past retention", "err", err)
+	}
+	return nil
+}
+
+// Run implements probes.Probe.
+func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
+	index, err := p.current(ctx)
+	if err != nil {
+		return err
+	}
+	switch op {
+	case OpIndex:
+		return p.indexOne(ctx, index, out)
+	case OpBulk:
+		return p.bulk(ctx, index, out)
+	case OpSearchAll:
+		return p.searchAll(ctx, index, out)
+	case OpSearchTerm:
+		return p.searchTerm(ctx, index, out)
+	case OpSearchPhrase:
+		return p.searchPhrase(ctx, index, out)
+	case OpGet:
+		return p.get(ctx, index, out)
+	case OpVisibility:
+		return p.visibility(ctx, index, out)
+	}
+	return probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: unknown op %q", p.target, op))
+}
+
+// Close implements probes.Probe.
+func (p *Probe) Close() error { return p.client.Close() }
+
+func (p *Probe) newDoc() Document {
+	seq := p.seq.Add(1)
+	r := rand.New(rand.NewPCG(rand.Uint64(), seq))
+	return opDoc(p.instance, p.run, seq, p.now(), p.cfg.BodyWords, r)
+}
+
+func (p *Probe) remember(index string, d Document) {
+	p.recentMu.Lock()
+	p.recent[p.nrecent%len(p.recent)] = stored{index: index, doc: d}
+	p.nrecent++
+	p.recentMu.Unlock()
+}
+
+// putDoc indexes one document through the write alias; create-only, so an id
+// that already exists (which a canary never reuses) is an error.
+func (p *Probe) putDoc(ctx context.Context, index string, d Document, out *probes.Outcome) error {
+	var res struct {
+		Result string `json:"result"`
+	}
+	_, err := p.call(ctx, request{
+		what:   "index document " + d.ID,
+		method: http.MethodPut,
+		path:   "/" + url.PathEscape(writeAlias(index)) + "/_create/" + url.PathEscape(d.ID),
+		query:  url.Values{"require_alias": {"true"}},
+		body:   mustJSON(d),
+	}, out, &res, http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	if res.Result != "created" {
+		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: index document %s: result %q, want created", p.target, d.ID, res.Result))
+	}
+	return nil
+}
+
+func (p *Probe) indexOne(ctx context.Context, index string, out *probes.Outcome) error {
+	d := p.newDoc()
+	out.Sent = time.Now()
+	if err := p.putDoc(ctx, index, d, out); err != nil {
+		return err
+	}
+	p.remember(index, d)
+	return nil
+}
+
+func (p *Probe) bulk(ctx context.Context, index string, out *probes.Outcome) error {
+	docs := make([]Document, p.cfg.BulkSize)
+	var b strings.Builder
+	for i := range docs {
+		docs[i] = p.newDoc()
+		b.WriteString(`{"create":{"_index":`)
+		b.Write(mustJSON(writeAlias(index)))
+		b.WriteString(`,"_id":`)
+		b.Write(mustJSON(docs[i].ID))
+		b.WriteString("}}\n")
+		b.Write(mustJSON(docs[i]))
+		b.WriteByte('\n')
+	}
+	out.Sent = time.Now()
+	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), []byte(b.String()), "", out); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		p.remember(index, d)
+	}
+	return nil
+}
+
+// bulkRequest sends a _bulk body and fails on any item error: the first
+// one decides the cause (a missing index means the namespace is gone).
+func (p *Probe) bulkRequest(ctx context.Context, what string, body []byte, refresh string, out *probes.Outcome) error {
+	q := url.Values{"require_alias": {"true"}}
+	if refresh != "" {
+		q.Set("refresh", refresh)
+	}
+	var res struct {
+		Errors bool                         `json:"errors"`
+		Items  []map[string]json.RawMessage `json:"items"`
+	}
+	if _, err := p.call(ctx, request{what: what, method: http.MethodPost, path: "/_bulk", query: q, body: body, ndjson: true}, out, &res, http.StatusOK); err != nil {
+		return err
+	}
+	want := strings.Count(string(body), "\n") / 2
+	if len(res.Items) != want {
+		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: %d items in the response, want %d", p.target, what, len(res.Items), want))
+	}
+	if !res.Errors {
+		return nil
+	}
+	failed := 0
+	var first error
+	for _, it := range res.Items {
+		for _, raw := range it {
+			var item struct {
+				Status int             `json:"status"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal(raw, &item) != nil || item.Status < 300 {
+				continue
+			}
+			failed++
+			if first == nil {
+				first = p.httpError(what+" (item)", item.Status, []byte(`{"error":`+string(item.Error)+`}`))
+			}
+		}
+	}
+	if first == nil {
+		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: errors=true but no failed item", p.target, what))
+	}
+	if failed > 1 {
+		return fmt.Errorf("%d of %d items failed, first: %w", failed, want, first)
+	}
+	return first
+}
+
+// searchResponse is the part of a search response dbcanary verifies.
+type searchResponse struct {
+	TimedOut bool `json:"timed_out"`
+	Shards   struct {
+		Total      int `json:"total"`
+		Successful int `json:"successful"`
+		Failed     int `json:"failed"`
+	} `json:"_shards"`
+	Hits struct {
+		Total struct {
+			Value    int    `json:"value"`
+			Relation string `json:"relation"`
+		} `json:"total"`
+		Hits []struct {
+			Index  string          `json:"_index"`
+			ID     string          `json:"_id"`
+			Source json.RawMessage `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
+// search runs a query on the day's index and checks the response is complete.
+func (p *Probe) search(ctx context.Context, what, index string, query any, size int, out *probes.Outcome) (*searchResponse, error) {
+	var res searchResponse
+	body := mustJSON(map[string]any{"query": query, "size": size, "track_total_hits": true})
+	if _, err := p.call(ctx, request{what: what, method: http.MethodPost, path: "/" + url.PathEscape(index) + "/_search", body: body}, out, &res, http.StatusOK); err != nil {
+		return nil, err
+	}
+	if res.TimedOut || res.Shards.Failed > 0 || res.Shards.Successful < res.Shards.Total {
+		return nil, probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: partial result (timed_out=%v, %d of %d shards failed)",
+			p.target, what, res.TimedOut, res.Shards.Failed, res.Shards.Total))
+	}
+	for _, h := range res.Hits.Hits {
+		// The filters keep other instances out; a hit of theirs means the query is broken.
+		if h.Index != index || !strings.HasPrefix(h.ID, p.instance+"-") {
+			return nil, probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s: hit %s in %s is not this instance's document in %s", p.target, what, h.ID, h.Index, index))
+		}
+	}
+	return &res, nil
+}
+
+func term(field, value string) map[string]any {
+	return map[string]any{"term": map[string]any{field: value}}
+}
+
+// refFilter restricts a query to this instance's reference set.
+func (p *Probe) refFilter(extra ...any) []any {
+	return append([]any{term("instance", p.instance), term("kind", kindRef)}, extra...)
+}
+
+func (p *Probe) searchAll(ctx context.Context, index string, out *probes.Outcome) error {
+	q := map[string]any{"bool": map[string]any{
+		"must":   []any{map[string]any{"match_all": map[string]any{}}},
+		"filter": []any{term("instance", p.instance)},
+	}}
+	out.Sent = time.Now()
+	res, err := p.search(ctx, "search match_all", index, q, 10, out)
+	if err != nil {
+		return err
+	}
+	if res.Hits.Total.Value < refCount || len(res.Hits.Hits) == 0 {
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: match_all in %s found %d of this instance's documents, want at least the %d of the reference set",
+			p.target, index, res.Hits.Total.Value, refCount))
+	}
+	return nil
+}
+
+func (p *Probe) searchTerm(ctx context.Context, index string, out *probes.Outcome) error {
+	topic := topics[p.turn.Add(1)%uint64(len(topics))]
+	q := map[string]any{"bool": map[string]any{"filter": p.refFilter(term("topic", topic))}}
+	out.Sent = time.Now()
+	return p.expectHits(ctx, "search term topic="+topic, index, q, expectedTopic(p.refs, topic), out)
+}
+
+func (p *Probe) searchPhrase(ctx context.Context, index string, out *probes.Outcome) error {
+	phrase := phrases[p.turn.Add(1)%uint64(len(phrases))]
+	q := map[string]any{"bool": map[string]any{
+		"must":   []any{map[string]any{"match_phrase": map[string]any{"body": phrase}}},
+		"filter": p.refFilter(),
+	}}
+	out.Sent = time.Now()
+	return p.expectHits(ctx, fmt.Sprintf("search phrase %q", phrase), index, q, expectedPhrase(p.refs, phrase), out)
+}
+
+// expectHits runs a query whose hits are known and compares the ids.
+func (p *Probe) expectHits(ctx context.Context, what, index string, q any, want []string, out *probes.Outcome) error {
+	res, err := p.search(ctx, what, index, q, refCount+5, out)
+	if err != nil {
+		return err
+	}
+	got := make([]string, len(res.Hits.Hits))
+	for i, h := range res.Hits.Hits {
+		got[i] = h.ID
+	}
+	sort.Strings(got)
+	if d := sameIDs(want, got); d != "" || res.Hits.Total.Value != len(want) {
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s in %s: %d hits, want %d: %s", p.target, what, index, res.Hits.Total.Value, len(want), d))
+	}
+	return nil
+}
+
+// get reads back a document this process indexed (or, before any, one of
+// the reference set) by id and compares every field.
+func (p *Probe) get(ctx context.Context, index string, out *probes.Outcome) error {
+	n := p.turn.Add(1)
+	p.recentMu.Lock()
+	var s stored
+	isRef := p.nrecent == 0
+	if !isRef {
+		s = p.recent[int(n%uint64(min(p.nrecent, len(p.recent))))]
+	}
+	p.recentMu.Unlock()
+	if isRef {
+		s = stored{index: index, doc: p.refs[n%uint64(len(p.refs))]}
+	}
+	var res struct {
+		Found  bool            `json:"found"`
+		Source json.RawMessage `json:"_source"`
+	}
+	out.Sent = time.Now()
+	what := "get " + s.doc.ID + " from " + s.index
+	status, body, err := p.do(ctx, request{what: what, method: http.MethodGet, path: "/" + url.PathEscape(s.index) + "/_doc/" + url.PathEscape(s.doc.ID)}, out)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK && status != http.StatusNotFound {
+		return p.httpError(what, status, body)
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		if status == http.StatusNotFound {
+			return p.httpError(what, status, body)
+		}
+		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: response is not JSON: %v", p.target, what, err))
+	}
+	if !res.Found {
+		if strings.Contains(string(body), "index_not_found_exception") {
+			return p.httpError(what, status, body)
+		}
+		if isRef {
+			p.heal(ctx, s)
+		}
+		return probes.Fail(probes.CauseNotFound, fmt.Errorf("opensearch target %s: %s: document is gone", p.target, what))
+	}
+	got, err := decodeDocument(res.Source)
+	if err == nil {
+		if d := diff(s.doc, got); d != "" {
+			err = fmt.Errorf("fields differ from what was indexed: %s", d)
+		}
+	}
+	if err != nil {
+		if isRef {
+			p.heal(ctx, s)
+		}
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s: %v", p.target, what, err))
+	}
+	return nil
+}
+
+// heal rewrites a damaged reference document after its mismatch was counted,
+// so one alteration is reported once rather than at every later get.
+func (p *Probe) heal(ctx context.Context, s stored) {
+	_, err := p.call(ctx, request{
+		what: "rewrite reference document " + s.doc.ID, method: http.MethodPut,
+		path:  "/" + url.PathEscape(writeAlias(s.index)) + "/_doc/" + url.PathEscape(s.doc.ID),
+		query: url.Values{"require_alias": {"true"}, "refresh": {"wait_for"}}, body: mustJSON(s.doc),
+	}, nil, nil, http.StatusOK, http.StatusCreated)
+	if err != nil {
+		p.logger.Warn("cannot rewrite a damaged reference document", "id", s.doc.ID, "err", err)
+	}
+}
+
+// visibility indexes a document and searches for it until it is found: the
+// op's latency is the index-to-searchable lag (plus the index request);
+// phase "visible" is the lag alone.
+func (p *Probe) visibility(ctx context.Context, index string, out *probes.Outcome) error {
+	d := p.newDoc()
+	sent := time.Now()
+	out.Sent = sent
+	if err := p.putDoc(ctx, index, d, out); err != nil {
+		return err
+	}
+	indexed := time.Now()
+	out.AddPhase(PhaseIndexed, indexed.Sub(sent))
+	p.remember(index, d)
+	deadline := sent.Add(p.cfg.VisibilityTimeout)
+	q := map[string]any{"bool": map[string]any{"filter": []any{term("id", d.ID), term("instance", p.instance)}}}
+	tick := time.NewTicker(p.cfg.PollInterval)
+	defer tick.Stop()
+	for polls := 1; ; polls++ {
+		res, err := p.search(ctx, "search for "+d.ID, index, q, 1, out)
+		if err != nil {
+			return err
+		}
+		if len(res.Hits.Hits) > 0 {
+			found := time.Now()
+			got, err := decodeDocument(res.Hits.Hits[0].Source)
+			if err == nil {
+				if df := diff(d, got); df != "" {
+					err = fmt.Errorf("fields differ from what was indexed: %s", df)
+				}
+			}
+			if err != nil {
+				return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: search hit %s in %s: %v", p.target, d.ID, index, err))
+			}
+			out.AddPhase(PhaseVisible, found.Sub(indexed))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return probes.Fail(probes.CauseTimeout, fmt.Errorf("opensearch target %s: document %s indexed into %s was not searchable within visibility_timeout %s (%d searches; refresh_interval %s)",
+				p.target, d.ID, index, p.cfg.VisibilityTimeout, polls, p.cfg.RefreshInterval))
+		}
+		select {
+		case <-ctx.Done():
+			return probes.Fail(probes.CauseTimeout, fmt.Errorf("opensearch target %s: document %s not yet searchable after %d searches: %w", p.target, d.ID, polls, ctx.Err()))
+		case <-tick.C:
+		}
+	}
+}

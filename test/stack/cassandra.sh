@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Cassandra 5.0 for tests and the demo: cassandra-all from Maven Central run as
+# a single node bound to 127.0.0.1, with PasswordAuthenticator and
+# CassandraAuthorizer on (superuser cassandra/cassandra) so auth and grants
+# are tested against the same node as the workloads. JMX is off.
+# Usage: cassandra.sh install|start|stop|status|env
+source "$(dirname "$0")/lib.sh"
+
+VERSION=5.0.9
+PORT=${DBCANARY_CASSANDRA_PORT:-9042}
+STORAGE_PORT=${DBCANARY_CASSANDRA_STORAGE_PORT:-7000}
+HEAP_MAX=${DBCANARY_CASSANDRA_HEAP_MAX:-1G}
+SHARED=$STACK_DIR/cassandra-$VERSION # classpath cache, shared by every node
+DIR=$STACK_DIR/cassandra
+PIDFILE=$DIR/cassandra.pid
+CPFILE=$SHARED/classpath.txt
+
+install() {
+  if [ -s "$CPFILE" ] && [ -f "$(cut -d: -f1 "$CPFILE")" ]; then return 0; fi
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  mkdir -p "$SHARED"
+  cat > "$SHARED/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dbcanary</groupId><artifactId>cassandra-stack</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId><version>$VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+  log "cassandra: resolving cassandra-all $VERSION from Maven Central (cached after the first run)"
+  (cd "$SHARED" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$CPFILE.tmp" >&2)
+  # Only jars: yaml and logback config are passed by property.
+  tr ':' '\n' < "$CPFILE.tmp" | grep '\.jar$' | paste -sd: > "$CPFILE"
+  rm -f "$CPFILE.tmp"
+}
+
+configure() {
+  mkdir -p "$DIR/data" "$DIR/logs" "$DIR/triggers"
+  printf 'cassandra' > "$DIR/password"
+  chmod 600 "$DIR/password"
+  cat > "$DIR/cassandra.yaml" <<YAML
+cluster_name: dbcanary-test
+num_tokens: 1
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+endpoint_snitch: SimpleSnitch
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:$STORAGE_PORT"
+listen_address: 127.0.0.1
+rpc_address: 127.0.0.1
+storage_port: $STORAGE_PORT
+native_transport_port: $PORT
+start_native_transport: true
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+memtable_heap_space: 128MiB
+memtable_offheap_space: 128MiB
+file_cache_size: 64MiB
+key_cache_size: 16MiB
+concurrent_compactors: 1
+auto_snapshot: false
+authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer
+role_manager: CassandraRoleManager
+# Grants changed by tests take effect at once.
+roles_validity: 0ms
+permissions_validity: 0ms
+credentials_validity: 0ms
+YAML
+  cat > "$DIR/logback.xml" <<XML
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>$DIR/logs/system.log</file>
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+XML
+}
+
+start() {
+  install
+  if pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; then log "cassandra: already running"; return 0; fi
+  if port_open 127.0.0.1 "$PORT"; then die "cassandra: port $PORT is taken by another process (set DBCANARY_CASSANDRA_PORT)"; fi
+  configure
+  local cp jamm; cp=$(cat "$CPFILE")
+  jamm=$(tr ':' '\n' < "$CPFILE" | grep '/jamm-[0-9.]*\.jar$' | head -n1)
+  [ -n "$jamm" ] || die "cassandra: jamm jar not on the classpath"
+  local exports=(java.base/jdk.internal.misc java.rmi/sun.rmi.registry java.rmi/sun.rmi.server
+    java.sql/java.sql java.base/java.lang.ref jdk.unsupported/sun.misc
+    jdk.compiler/com.sun.tools.javac.file jdk.attach/sun.tools.attach
+    java.management.rmi/com.sun.jmx.remote.internal.rmi)
+  local opens=(java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref
+    java.base/jdk.internal.reflect java.base/jdk.internal.math java.base/jdk.internal.module
+    java.base/jdk.internal.util.jar java.base/sun.nio.ch java.base/java.io java.base/java.lang.reflect
+    java.base/java.lang java.base/java.util jdk.management/com.sun.management.internal
+    jdk.compiler/com.sun.tools.javac)
+  local args=(-Xms256M "-Xmx$HEAP_MAX" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError
+    -Djdk.attach.allowAttachSelf=true "-javaagent:$jamm"
+    -Dcassandra-foreground=yes "-Dcassandra.config=file://$DIR/cassandra.yaml"
+    "-Dcassandra.storagedir=$DIR/data" "-Dcassandra.logdir=$DIR/logs" "-Dcassandra.triggers_dir=$DIR/triggers"
+    -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.shutdown_announce_in_ms=0
+    -Dcassandra.superuser_setup_delay_ms=0 "-Dlogback.configurationFile=$DIR/logback.xml")
+  for e in "${exports[@]}"; do args+=(--add-exports "$e=ALL-UNNAMED"); done
+  for o in "${opens[@]}"; do args+=(--add-opens "$o=ALL-UNNAMED"); done
+  log "cassandra: starting $VERSION on 127.0.0.1:$PORT"
+  : > "$DIR/logs/system.log"
+  nohup java "${args[@]}" -cp "$cp" org.apache.cassandra.service.CassandraDaemon \
+    > "$DIR/logs/stdout.log" 2>&1 < /dev/null &
+  echo $! > "$PIDFILE"
+  if ! wait_port 127.0.0.1 "$PORT" 120 "$PIDFILE"; then
+    tail -n 30 "$DIR/logs/system.log" "$DIR/logs/stdout.log" >&2 || true
+    die "cassandra: did not start (logs above, under $DIR/logs)"
+  fi
+  # Logins fail until the default superuser exists (a fraction of a second after the port opens).
+  local i=0
+  until grep -q 'Created default superuser role' "$DIR/logs/system.log" 2>/dev/null || [ -s "$DIR/data/.superuser-created" ]; do
+    i=$((i + 1)); [ "$i" -ge 150 ] && { log "cassandra: default superuser not reported after 30s (continuing)"; break; }
+    sleep 0.2
+  done
+  touch "$DIR/data/.superuser-created"
+  log "cassandra: ready (pid $(cat "$PIDFILE"))"
+}
+
+stop() { stop_pid "$PIDFILE" cassandra 60; }
+
+status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
+
+env_() {
+  echo "DBCANARY_TEST_CASSANDRA_HOST=127.0.0.1"
+  echo "DBCANARY_TEST_CASSANDRA_PORT=$PORT"
+  echo "DBCANARY_TEST_CASSANDRA_USER=cassandra"
+  echo "DBCANARY_TEST_CASSANDRA_PASSWORD_FILE=$DIR/password"
+  echo "DBCANARY_TEST_CASSANDRA_DC=datacenter1"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  env) env_ ;;
+  *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
+esac
