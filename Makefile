@@ -17,13 +17,18 @@ GOVULNCHECK := $(DBCANARY_STACK_DIR)/bin/govulncheck-v1.1.4
 DEMO_BACKENDS ?= rabbitmq
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build test lint unit integration bench demo stack-up stack-down clean fuzz
+.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz
 
 all: build
 
 ## build: a static binary in bin/dbcanary
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/dbcanary
+
+## deps: install (and cache) every server and tool the tests use
+deps: $(STATICCHECK)
+	$(GO) mod download
+	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s install || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), integration tests against real servers
 test: lint unit integration
