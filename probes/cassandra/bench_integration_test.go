@@ -11,23 +11,31 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// BenchmarkOverhead compares the probe's cost per op with a bare driver loop
-// running the same statements (1 insert : 4 reads, blobs of uniform(1..10000)
-// and uniform(1..100000) bytes, CL ONE, read back and compared) against the
-// same node, in interleaved blocks so both see the same node state.
+// BenchmarkOverhead compares dbcanary's cost per op — the engine's own per-op
+// path (deadline, prepare gate, histograms, counters) around the probe — with
+// a bare driver loop running the same statements (1 insert : 4 reads, blobs of
+// uniform(1..10000) and uniform(1..100000) bytes, CL ONE, read back and
+// compared) against the same node, in interleaved blocks so both see the same
+// node state.
 //
 //	go test -tags integration -run '^$' -bench Overhead -benchtime 2000x ./probes/cassandra/
 func BenchmarkOverhead(b *testing.B) {
 	a := admin(b)
 	mustExec(b, a, `DROP KEYSPACE IF EXISTS dbcanary_bench`)
-	p := newProbe(b, "bench", section(b, "dbcanary_bench", "read_min_age: 0s"))
-	if err := prepare(b, p); err != nil {
+	cfg := enginetest.Parse(b, engineConfig("bench", "bench", "insert: {rate: 1}\nread: {rate: 1}", section(b, "dbcanary_bench", "read_min_age: 0s")))
+	p, err := engine.NewOpRunner(cfg.Targets[0], "bench", metrics.New(prometheus.NewRegistry()), enginetest.Logger())
+	if err != nil {
 		b.Fatal(err)
 	}
+	defer p.Close()
 	bare := newBareLoop(b)
 	ops := []string{"insert", "read", "read", "read", "read"}
 	ctx := context.Background()
@@ -69,10 +77,10 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Logf("ops=%d bare %.0f ns/op, dbcanary %.0f ns/op, ratio %.3f", b.N, bareNs, probeNs, probeNs/bareNs)
 }
 
-func runOp(ctx context.Context, p probes.Probe, op string) error {
-	var out probes.Outcome
-	out.Reset(time.Now())
-	return p.Run(ctx, op, &out)
+func runOp(ctx context.Context, p *engine.OpRunner, op string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return p.Run(ctx, op)
 }
 
 // bareLoop is the same workload written directly against the driver.
@@ -83,10 +91,9 @@ type bareLoop struct {
 }
 
 type bareKey struct {
-	key           gocql.UUID
-	aOff, aLen    int
-	bOff, bLen    int
-	insertedIndex int
+	key        gocql.UUID
+	aOff, aLen int
+	bOff, bLen int
 }
 
 func newBareLoop(b *testing.B) *bareLoop {

@@ -172,7 +172,7 @@ func (p *Probe) ycsbRead(ctx context.Context, s *gocql.Session, out *probes.Outc
 	n, rec, ok := p.recs.claim(true, p.cfg.ReadMinAge, p.maxReadAge)
 	if !ok {
 		// No record of ours is readable yet: write one first; service time starts at the read.
-		if n, rec, ok = p.recs.claim(false, 0, 0); !ok {
+		if n, _, ok = p.recs.claim(false, 0, 0); !ok {
 			return probes.Fail(probes.CauseBacklog, fmt.Errorf("cassandra: every one of the %d ycsb records is busy: raise ycsb_a.record_count", p.cfg.YCSBA.RecordCount))
 		}
 		defer p.recs.release(n)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -104,16 +105,21 @@ func (p *Probe) do(ctx context.Context, r request, out *probes.Outcome) (int, []
 	if out != nil {
 		out.BytesSent += int64(len(r.body))
 	}
-	resp, err := p.client.Client.Perform(req)
+	// Stream, unlike Perform, does not buffer the body in the transport, so a
+	// hostile or broken server cannot make the canary allocate what it claims.
+	resp, err := p.client.Client.Stream(req)
 	if resp == nil {
 		return 0, nil, p.transportError(r.what, err)
 	}
 	var data bytes.Buffer
 	if resp.Body != nil {
-		_, rerr := data.ReadFrom(resp.Body)
+		n, rerr := data.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes+1))
 		_ = resp.Body.Close()
 		if err == nil && rerr != nil {
 			err = rerr
+		}
+		if n > maxResponseBytes {
+			return 0, nil, probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: response larger than %d MiB", p.target, r.what, maxResponseBytes>>20))
 		}
 	}
 	if out != nil {
@@ -209,3 +215,6 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// maxResponseBytes bounds a response body: canary responses are a few KB.
+const maxResponseBytes = 16 << 20

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"time"
 )
 
 // A canary message body is one header line followed by a payload generated
@@ -122,5 +121,3 @@ func verify(h header, body []byte) error {
 	}
 	return nil
 }
-
-func unixTime(ns int64) time.Time { return time.Unix(0, ns) }
