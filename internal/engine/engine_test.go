@@ -295,3 +295,25 @@ func init() {
 		New:       func(probes.Target) (probes.Probe, error) { return prepareFail{}, nil },
 	})
 }
+
+// TestStopIsBoundedByGrace: ops stuck in a store that never answers are
+// cancelled once the grace period is over, so shutdown and reload stay bounded.
+func TestStopIsBoundedByGrace(t *testing.T) {
+	h := enginetest.Start(t, `
+global: {instance_id: t}
+targets:
+  - {name: hung, backend: noop, timeout: 1m, ops: {noop: {rate: 20}}, noop: {delay: 1h}}
+`)
+	enginetest.WaitFor(t, 5*time.Second, "ops in flight", func() bool {
+		return h.Value(t, "dbcanary_op_in_flight", enginetest.L{"target": "hung"}) >= 5
+	})
+	start := time.Now()
+	h.Engine.Stop() // the harness uses a 2 s grace period
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %s with a 2 s grace period", d)
+	}
+	// Cancelled ops say nothing about the store: no failure is recorded for them.
+	if f := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "hung"}); f != 0 {
+		t.Errorf("%v failures recorded for ops cancelled by shutdown", f)
+	}
+}
