@@ -17,6 +17,8 @@ GOVULNCHECK := $(DBCANARY_STACK_DIR)/bin/govulncheck-v1.1.4
 DEMO_BACKENDS ?= rabbitmq
 INTEGRATION_TIMEOUT ?= 40m
 
+
+.PHONY: chart-rules
 .PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz
 
 all: build
@@ -68,6 +70,11 @@ stack-up:
 
 stack-down:
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s stop || true; done
+
+CHART := deploy/helm/dbcanary
+## chart-rules: put the generated alert rules into the Helm chart (its PrometheusRule reads files/dbcanary-rules.yml)
+chart-rules:
+	install -m 0644 alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
 
 clean:
 	rm -rf bin

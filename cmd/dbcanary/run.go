@@ -30,6 +30,7 @@ type runFlags struct {
 	webConfig   string
 	metricsPath string
 	grace       time.Duration
+	shard       *shardFlags
 }
 
 func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
@@ -47,6 +48,7 @@ func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.webConfig, "web.config.file", "", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format).")
 	fl.StringVar(&f.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fl.DurationVar(&f.grace, "shutdown.grace-period", 10*time.Second, "How long in-flight ops may run on shutdown or target removal before they are cancelled.")
+	f.shard = addShardFlags(fl)
 	return cmd
 }
 
@@ -64,11 +66,19 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if err != nil {
 		return err
 	}
+	if cfg, err = f.shard.apply(cfg, logger); err != nil {
+		return err
+	}
 	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
 
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	eng := engine.New(m, reg, logger, f.grace)
+	// In vantage mode every dbcanary series carries vantage="<zone>".
+	mreg, err := f.shard.registerer(reg)
+	if err != nil {
+		return err
+	}
+	m := metrics.New(mreg)
+	eng := engine.New(m, mreg, logger, f.grace)
 	if err := eng.Apply(cfg); err != nil {
 		return fmt.Errorf("starting targets: %w", err)
 	}
@@ -82,6 +92,9 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		reloadMu.Lock()
 		defer reloadMu.Unlock()
 		cfg, err := config.LoadFile(g.configFile)
+		if err == nil {
+			cfg, err = f.shard.apply(cfg, logger)
+		}
 		if err == nil {
 			err = eng.Apply(cfg)
 		}
@@ -140,7 +153,8 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 }
 
 func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var sf *shardFlags
+	cmd := &cobra.Command{
 		Use:   "once",
 		Short: "Run every configured op once against every target, print a table, exit non-zero if any failed",
 		Args:  cobra.NoArgs,
@@ -151,6 +165,9 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			}
 			cfg, err := loadConfig(g.configFile, stderr)
 			if err != nil {
+				return err
+			}
+			if cfg, err = sf.apply(cfg, logger); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -178,4 +195,6 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
+	sf = addShardFlags(cmd.Flags())
+	return cmd
 }
