@@ -62,7 +62,7 @@ func (e *Engine) Apply(cfg *config.Config) error {
 		if old, ok := e.prints[name]; ok && old == prints[name] {
 			continue
 		}
-		r, err := newRunner(t, cfg.Global.InstanceID, nil, e.logger)
+		r, err := newRunner(t, cfg.Global.InstanceID, e.logger)
 		if err != nil {
 			for _, f := range fresh {
 				_ = f.probe.Close()

@@ -54,7 +54,7 @@ func runTargetOnce(ctx context.Context, t config.Target, instance string, logger
 	row := func(op string, lat time.Duration, err error) OnceResult {
 		return OnceResult{Target: t.Name, Backend: t.Backend, Op: op, Latency: lat, Cause: probes.CauseOf(err), Err: err}
 	}
-	r, err := newRunner(t, instance, nil, logger)
+	r, err := newRunner(t, instance, logger)
 	if err != nil {
 		return []OnceResult{row("(config)", 0, err)}
 	}

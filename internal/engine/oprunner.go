@@ -24,7 +24,7 @@ type OpRunner struct {
 
 // NewOpRunner builds the target's probe and resolves its metric series in m.
 func NewOpRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *slog.Logger) (*OpRunner, error) {
-	r, err := newRunner(t, instanceID, nil, logger)
+	r, err := newRunner(t, instanceID, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -50,3 +50,6 @@ func (o *OpRunner) Close() error {
 	o.w.timer.Stop()
 	return o.r.probe.Close()
 }
+
+// Prepare runs the probe's Prepare through the engine's gate (as the first op would).
+func (o *OpRunner) Prepare(ctx context.Context) error { return o.r.ensurePrepared(ctx) }

@@ -61,7 +61,9 @@ type job struct {
 
 var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot free within the op timeout (max_in_flight reached)"))
 
-func newRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *slog.Logger) (*runner, error) {
+// newRunner builds the target's probe; metric series are resolved later by
+// attachMetrics, once a replaced runner's series are gone.
+func newRunner(t config.Target, instanceID string, logger *slog.Logger) (*runner, error) {
 	r := &runner{
 		target:  t,
 		logger:  logger.With("target", t.Name, "backend", t.Backend),
@@ -81,9 +83,6 @@ func newRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *s
 	queue := t.MaxInFlight
 	for _, op := range t.Resolved {
 		s := &opState{op: op}
-		if m != nil {
-			s.obs = m.ForOp(t.Name, t.Backend, op.Name, op.Phases)
-		}
 		r.ops = append(r.ops, s)
 		r.byName[op.Name] = s
 		if !op.Async {
@@ -92,10 +91,6 @@ func newRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *s
 		}
 	}
 	r.jobs = make(chan job, min(max(queue, 16), 100000))
-	if m != nil {
-		r.inFlight = m.InFlight.WithLabelValues(t.Name, t.Backend)
-		r.up = m.Up.WithLabelValues(t.Name, t.Backend)
-	}
 	return r, nil
 }
 
