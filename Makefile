@@ -71,6 +71,12 @@ stack-up:
 stack-down:
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s stop || true; done
 
+.PHONY: generate
+## generate: alert rules, promtool tests and Grafana boards from the baseline file (then commit them)
+generate:
+	$(GO) run ./cmd/dbcanary generate rules --baseline baselines/james-reference.yaml
+	$(GO) run ./cmd/dbcanary generate dashboards --baseline baselines/james-reference.yaml
+
 CHART := deploy/helm/dbcanary
 ## chart-rules: put the generated alert rules into the Helm chart (its PrometheusRule reads files/dbcanary-rules.yml)
 chart-rules:

@@ -74,6 +74,7 @@ histograms, failure causes and availability as Prometheus metrics.`,
 		newCheckConfigCmd(g, stdout, stderr),
 		newDumpConfigCmd(g, stdout, stderr),
 		newOnceCmd(g, stdout, stderr),
+		newGenerateCmd(stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print version information",

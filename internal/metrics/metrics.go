@@ -28,12 +28,21 @@ const namespace = "dbcanary"
 //	0.3     S3 4 KB TTFB/TTLB p99 67-293 ms
 //	0.4     Distributed James JMAP p99 400 ms
 //	0.5     S3 1 MB TTFB p99 94-475 ms, 8 MB TTFB p99 275-509 ms
+//	0.85    S3 1 MB TTLB p99 324-839 ms
 //	1       OpenSearch cluster limit (p99 1 s at 25-30 req/s); S3 128 KB p99 1049 ms
-//	7.5     S3 8 MB TTLB p99 3744-6686 ms
+//	1.2     JMAP p99 x 3 (critical)
+//	1.5     S3 1 MB / 8 MB TTFB p99 x 3 (critical)
+//	3       S3 128 KB p99 x 3 (critical)
+//	6.7     S3 8 MB TTLB p99 3744-6686 ms
 //	12      OpenSearch index-append p99 11734.5 ms
+//	20      S3 8 MB TTLB p99 x 3 (critical)
+//	35      OpenSearch index-append p99 x 3 (critical)
+//
+// The alert generator (internal/generate) snaps every threshold onto one of
+// these bounds and its tests fail if one is missing.
 var LatencyBuckets = []float64{
 	0.0005, 0.001, 0.0025, 0.003, 0.005, 0.008, 0.01, 0.023, 0.03, 0.05, 0.075,
-	0.1, 0.25, 0.3, 0.4, 0.5, 1, 2.5, 5, 7.5, 10, 12, 30, 60,
+	0.1, 0.25, 0.3, 0.4, 0.5, 0.85, 1, 1.2, 1.5, 2.5, 3, 5, 6.7, 7.5, 10, 12, 20, 30, 35, 60,
 }
 
 // Result label values.

@@ -1,0 +1,311 @@
+package generate
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/internal/grafana"
+	"github.com/dbcanary/dbcanary/internal/metrics"
+)
+
+// TestThresholdsOnBucketBounds: every latency threshold the rules carry is a
+// classic bucket bound (histogram_quantile is exact there). Warnings (factor
+// 1 × a documented p99) must sit within 25 % of the figure: more means
+// metrics.LatencyBuckets lacks a bound there (alerts/thresholds.md lists every shift).
+func TestThresholdsOnBucketBounds(t *testing.T) {
+	b := shippedBaseline(t)
+	th, err := Thresholds(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := Rules(b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thresholdRE := regexp.MustCompile(`> ([0-9.]+)$`)
+	n := 0
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != AlertLatencyAboveBaseline {
+				continue
+			}
+			n++
+			mm := thresholdRE.FindStringSubmatch(r.Expr)
+			if mm == nil {
+				t.Fatalf("no threshold in %q", r.Expr)
+			}
+			if !slices.ContainsFunc(metrics.LatencyBuckets, func(x float64) bool { return qs(x) == mm[1] }) {
+				t.Errorf("%s: threshold %s is not a bucket bound", r.Expr, mm[1])
+			}
+		}
+	}
+	if n != len(th) || n == 0 {
+		t.Fatalf("%d latency rules for %d thresholds", n, len(th))
+	}
+	for _, x := range th {
+		if x.Severity == "warning" && (x.Shift() > 0.25 || x.Shift() < -b.SnapTolerance) {
+			t.Errorf("%s %s %s: warning bound %gs is %+.0f %% from %gs: a bucket bound is missing", x.Backend, x.Op, x.Phase, x.Bound, x.Shift()*100, x.Raw)
+		}
+		if x.Shift() > 0.25 {
+			t.Logf("bound missing near %gs: %s %s %s %s snaps to %gs (%+.0f %%)", x.Raw, x.Backend, x.Op, x.Phase, x.Severity, x.Bound, x.Shift()*100)
+		}
+	}
+}
+
+func TestSnap(t *testing.T) {
+	bounds := []float64{0.1, 0.25, 0.3, 0.4, 1, 2.5, 60}
+	for _, tc := range []struct {
+		v, want float64
+		ok      bool
+	}{
+		{0.293, 0.3, true}, {0.4, 0.4, true}, {1.049, 1, true}, {1.2, 2.5, true}, {0.26, 0.25, true}, {0.27, 0.3, true}, {30, 60, false}, {61, 0, false},
+	} {
+		got, ok := snap(tc.v, 0.05, bounds)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("snap(%g) = %g, %v; want %g, %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestEveryAlertTested: the promtool tests hold, for every alert, a case where
+// it fires and one where it must not, and docs/runbooks.md has its section.
+func TestEveryAlertTested(t *testing.T) {
+	b := shippedBaseline(t)
+	rf, err := Rules(b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := PromTests(b, rf, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fires, silent := map[string]int{}, map[string]int{}
+	for _, g := range tf.Tests {
+		for _, a := range g.AlertRuleTests {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname]++
+			} else {
+				silent[a.Alertname]++
+			}
+		}
+	}
+	runbook, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "runbooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			if fires[r.Alert] == 0 || silent[r.Alert] == 0 {
+				t.Errorf("%s: %d firing and %d silent test cases", r.Alert, fires[r.Alert], silent[r.Alert])
+			}
+			for _, k := range []string{"summary", "description", "runbook_url"} {
+				if r.Annotations[k] == "" {
+					t.Errorf("%s: no %s annotation", r.Alert, k)
+				}
+			}
+			if !strings.Contains(r.Annotations["description"], "$value") {
+				t.Errorf("%s: description does not show the value", r.Alert)
+			}
+			if s := r.Labels["severity"]; s != "warning" && s != "critical" {
+				t.Errorf("%s: severity %q", r.Alert, s)
+			}
+			if !slices.Contains(AlertNames, r.Alert) {
+				t.Errorf("%s not in AlertNames", r.Alert)
+			}
+		}
+	}
+	for _, a := range AlertNames {
+		if !strings.Contains(string(runbook), "\n## "+a+"\n") {
+			t.Errorf("docs/runbooks.md has no section \"## %s\"", a)
+		}
+	}
+	// Each latency pair: warning alone, then both, in a case each.
+	latencyRules := 0
+	for _, r := range rf.Groups[3].Rules {
+		if r.Alert == AlertLatencyAboveBaseline {
+			latencyRules++
+		}
+	}
+	if fires[AlertLatencyAboveBaseline] != latencyRules {
+		t.Errorf("%d firing latency cases for %d latency rules", fires[AlertLatencyAboveBaseline], latencyRules)
+	}
+}
+
+// TestTimeScale: the test copy of the rules scales every for:, window and offset.
+func TestTimeScale(t *testing.T) {
+	b := shippedBaseline(t)
+	files, err := RuleFiles(b, Options{TimeScale: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(files["dbcanary-rules.yml"])
+	for _, want := range []string{"[15s]", "[3m]", "offset 1h12m", "for: 30s", "> 15\n", "[3h36m]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("scaled rules lack %q", want)
+		}
+	}
+	for _, bad := range []string{"[5m]", "[1h]", "offset 1d", "for: 5m"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("scaled rules still contain %q", bad)
+		}
+	}
+	if _, ok := files["tests/dbcanary-rules_test.yml"]; ok {
+		t.Error("scaled rules must not come with the (unscaled) promtool tests")
+	}
+}
+
+// TestDashboardsLint checks the committed boards: unique panel ids, every panel
+// but a row has a query, every query uses the datasource and target variables,
+// units and thresholds are set, and latency panels of ops with a baseline draw
+// its warning and critical bounds.
+func TestDashboardsLint(t *testing.T) {
+	b := shippedBaseline(t)
+	d, err := newBoardData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(repoRoot(), "dashboards", "*.json"))
+	if err != nil || len(files) != len(Backends)+1 {
+		t.Fatalf("boards: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var db grafana.Dashboard
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&db); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		name := filepath.Base(f)
+		vars := map[string]grafana.Variable{}
+		for _, v := range db.Templating.List {
+			vars[v.Name] = v
+		}
+		if vars["datasource"].Type != "datasource" || vars["target"].Type != "query" || vars["target"].Datasource == nil || vars["target"].Datasource.UID != "${datasource}" {
+			t.Errorf("%s: datasource and target variables missing or wrong: %+v", name, vars)
+		}
+		if db.UID == "" || db.SchemaVersion != grafana.SchemaVersion {
+			t.Errorf("%s: uid %q schema %d", name, db.UID, db.SchemaVersion)
+		}
+		ids := map[int]bool{}
+		for _, p := range db.Panels {
+			where := name + ": panel " + p.Title
+			if ids[p.ID] || p.ID == 0 {
+				t.Errorf("%s: duplicate or zero id %d", where, p.ID)
+			}
+			ids[p.ID] = true
+			if p.Type == "row" {
+				continue
+			}
+			if len(p.Targets) == 0 {
+				t.Errorf("%s: no query", where)
+			}
+			if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+				t.Errorf("%s: datasource is not ${datasource}", where)
+			}
+			for _, q := range p.Targets {
+				if q.Datasource == nil || q.Datasource.UID != "${datasource}" {
+					t.Errorf("%s: query %s does not use ${datasource}", where, q.RefID)
+				}
+				if !strings.Contains(q.Expr, targetMatcher) {
+					t.Errorf("%s: query %q does not filter by $target", where, q.Expr)
+				}
+			}
+			if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == "" {
+				t.Errorf("%s: no unit", where)
+				continue
+			}
+			th := p.FieldConfig.Defaults.Thresholds
+			if th == nil || len(th.Steps) == 0 || th.Steps[0].Value != nil {
+				t.Errorf("%s: thresholds missing or without a base step", where)
+			}
+		}
+	}
+	// Every op with an alert figure has a board panel drawing both bounds.
+	boards, err := Dashboards(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, pair := range d.thresholds {
+		found := false
+		for _, p := range boards["dbcanary-"+pair[0].Backend+".json"].Panels {
+			if p.FieldConfig == nil || len(p.Targets) == 0 || !strings.Contains(p.Targets[0].Expr, `op="`+pair[0].Op+`"`) {
+				continue
+			}
+			var vals []float64
+			for _, s := range p.FieldConfig.Defaults.Thresholds.Steps {
+				if s.Value != nil {
+					vals = append(vals, *s.Value)
+				}
+			}
+			if pair[0].Phase != "" && pair[0].Phase != "last_byte" {
+				found = true // the TTFB/TTLB panel draws the last_byte bounds
+				continue
+			}
+			if slices.Contains(vals, pair[0].Bound) && slices.Contains(vals, pair[1].Bound) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no panel draws its thresholds", k)
+		}
+	}
+}
+
+// TestPromtool runs promtool check rules and promtool test rules on the
+// committed files; test/stack/prometheus.sh install provides promtool (apt).
+func TestPromtool(t *testing.T) {
+	root := repoRoot()
+	install := exec.Command("bash", filepath.Join(root, "test", "stack", "prometheus.sh"), "install")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("cannot install promtool: %v\n%s", err, out)
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool not found after install: %v", err)
+	}
+	for _, args := range [][]string{
+		{"check", "rules", "alerts/dbcanary-rules.yml"},
+		{"test", "rules", "alerts/tests/dbcanary-rules_test.yml"},
+	} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		} else {
+			t.Logf("promtool %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+		}
+	}
+	// The scaled test copy the end-to-end test loads must be valid too.
+	b := shippedBaseline(t)
+	files, err := RuleFiles(b, Options{TimeScale: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "scaled.yml")
+	if err := os.WriteFile(p, files["dbcanary-rules.yml"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", p).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules (scaled): %v\n%s", err, out)
+	}
+	var rf RuleFile
+	if err := yaml.Unmarshal(files["dbcanary-rules.yml"], &rf); err != nil || len(rf.Groups) != 4 {
+		t.Errorf("scaled rules do not round-trip: %v", err)
+	}
+}

@@ -1,0 +1,339 @@
+package generate
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+)
+
+// PromTestFile is a `promtool test rules` file.
+type PromTestFile struct {
+	RuleFiles          []string    `yaml:"rule_files"`
+	EvaluationInterval string      `yaml:"evaluation_interval"`
+	Tests              []TestGroup `yaml:"tests"`
+}
+
+// TestGroup is one promtool test: input series and expected alerts.
+type TestGroup struct {
+	Name           string      `yaml:"name"`
+	Interval       string      `yaml:"interval"`
+	InputSeries    []Series    `yaml:"input_series"`
+	AlertRuleTests []AlertTest `yaml:"alert_rule_test"`
+}
+
+// Series is an input series in promtool's expanding notation.
+type Series struct {
+	Series string `yaml:"series"`
+	Values string `yaml:"values"`
+}
+
+// AlertTest expects exactly ExpAlerts (none when empty) at EvalTime.
+type AlertTest struct {
+	EvalTime  string     `yaml:"eval_time"`
+	Alertname string     `yaml:"alertname"`
+	ExpAlerts []ExpAlert `yaml:"exp_alerts"`
+}
+
+// ExpAlert is one expected firing alert.
+type ExpAlert struct {
+	ExpLabels      map[string]string `yaml:"exp_labels"`
+	ExpAnnotations map[string]string `yaml:"exp_annotations"`
+}
+
+// expander fills an alert's annotation templates for one expected alert: label
+// references from labels, and each $value expression with the text Prometheus
+// must render for the scenario's value (promtool then proves it does).
+type expander struct {
+	rules *RuleFile
+}
+
+func (e expander) rule(alert string, labels map[string]string) Rule {
+	for _, g := range e.rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != alert {
+				continue
+			}
+			match := true
+			for k, v := range r.Labels {
+				if lv, ok := labels[k]; ok && lv != v {
+					match = false
+				}
+			}
+			// Per-op rules share name and labels: their selector tells them apart.
+			for _, k := range []string{"op", "phase"} {
+				if v, ok := labels[k]; ok && strings.Contains(r.Expr, k+"=") && !strings.Contains(r.Expr, fmt.Sprintf(`%s="%s"`, k, v)) {
+					match = false
+				}
+			}
+			if match {
+				return r
+			}
+		}
+	}
+	panic("no rule " + alert)
+}
+
+// expect builds an expected alert: labels are the series' labels plus the rule's.
+func (e expander) expect(alert string, labels map[string]string, value string) ExpAlert {
+	r := e.rule(alert, labels)
+	l := map[string]string{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	for k, v := range r.Labels {
+		l[k] = v
+	}
+	ann := map[string]string{}
+	for k, v := range r.Annotations {
+		for lk, lv := range l {
+			v = strings.ReplaceAll(v, "{{ $labels."+lk+" }}", lv)
+		}
+		for _, ve := range []string{"{{ $value }}", "{{ $value | humanizePercentage }}", "{{ $value | humanizeDuration }}",
+			"{{ $value | humanize }}", `{{ printf "%.3f" $value }}`} {
+			v = strings.ReplaceAll(v, ve, value)
+		}
+		ann[k] = v
+	}
+	return ExpAlert{ExpLabels: l, ExpAnnotations: ann}
+}
+
+func sel(name string, l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf(`%s="%s"`, k, l[k])
+	}
+	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+func merge(a map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// PromTests builds promtool tests: each alert fires on a scenario built to
+// trip it (with its exact labels and rendered annotations) and stays silent on
+// a healthy one. Only valid for the unscaled rules (TimeScale 1).
+func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFile, error) {
+	th, err := Thresholds(b)
+	if err != nil {
+		return nil, err
+	}
+	e := expander{rules: rules}
+	tl := map[string]string{"target": "rmq-1", "backend": "rabbitmq"}
+	op := merge(tl, "op", "publish")
+	job := map[string]string{"job": b.Policy.Job, "instance": "canary-1:19190"}
+	var tests []TestGroup
+	group := func(name string, series []Series, at []AlertTest) {
+		tests = append(tests, TestGroup{Name: name, Interval: "1m", InputSeries: series, AlertRuleTests: at})
+	}
+	none := func(at, alert string) AlertTest { return AlertTest{EvalTime: at, Alertname: alert} }
+	fires := func(at, alert string, exp ...ExpAlert) AlertTest {
+		return AlertTest{EvalTime: at, Alertname: alert, ExpAlerts: exp}
+	}
+
+	group("exporter absent: no dbcanary scrape target", []Series{{sel("up", map[string]string{"job": "other", "instance": "x:1"}), "1x20"}},
+		[]AlertTest{none("4m", AlertExporterAbsent), fires("10m", AlertExporterAbsent, e.expect(AlertExporterAbsent, map[string]string{"job": b.Policy.Job}, "1"))})
+	group("exporter present", []Series{{sel("up", job), "1x20"}}, []AlertTest{none("10m", AlertExporterAbsent), none("10m", AlertExporterDown)})
+	group("exporter down", []Series{{sel("up", job), "0x20"}},
+		[]AlertTest{none("1m", AlertExporterDown), fires("5m", AlertExporterDown, e.expect(AlertExporterDown, job, "0"))})
+
+	group("config reload failed", []Series{{sel("dbcanary_config_last_reload_successful", job), "1 1 0x20"}},
+		[]AlertTest{none("1m", AlertConfigReloadFailed), none("5m", AlertConfigReloadFailed),
+			fires("10m", AlertConfigReloadFailed, e.expect(AlertConfigReloadFailed, job, "0"))})
+	group("config reload fine", []Series{{sel("dbcanary_config_last_reload_successful", job), "1x20"}}, []AlertTest{none("10m", AlertConfigReloadFailed)})
+
+	group("target down", []Series{{sel("dbcanary_target_up", tl), "1 0x20"}},
+		[]AlertTest{none("2m", AlertTargetDown), fires("5m", AlertTargetDown, e.expect(AlertTargetDown, tl, "0"))})
+	group("target up", []Series{{sel("dbcanary_target_up", tl), "1x20"}}, []AlertTest{none("10m", AlertTargetDown)})
+
+	// Successes every minute until 5m, then none: at 15m the last was 10m ago.
+	group("canary stale", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x5 300x20"}},
+		[]AlertTest{none("9m", AlertStale), fires("15m", AlertStale, e.expect(AlertStale, op, "10m 0s"))})
+	group("canary fresh", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x20"}}, []AlertTest{none("15m", AlertStale)})
+
+	// 0.9 successes and 0.1 failures per second: a 10 % error ratio.
+	failing := []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+54x100"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0+6x100"},
+	}
+	healthy := []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+60x100"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0x100"},
+	}
+	group("error ratio 10 %", failing, []AlertTest{none("4m", AlertErrorRatioHigh), fires("15m", AlertErrorRatioHigh, e.expect(AlertErrorRatioHigh, op, "10%"))})
+	group("error ratio 0", healthy, []AlertTest{none("15m", AlertErrorRatioHigh), none("70m", AlertErrorBudgetBurn)})
+	// A 10 % error ratio burns a 0.1 % budget 100x: both page windows and both ticket windows trip.
+	burn := []ExpAlert{}
+	for _, r := range rules.Groups[2].Rules {
+		if r.Alert == AlertErrorBudgetBurn {
+			burn = append(burn, e.expect(AlertErrorBudgetBurn, merge(tl, "severity", r.Labels["severity"], "window", r.Labels["window"]), "10%"))
+		}
+	}
+	group("error budget burn", failing, []AlertTest{none("1m", AlertErrorBudgetBurn), fires("70m", AlertErrorBudgetBurn, burn...)})
+
+	for _, cause := range []string{"mismatch", "lost", "not_found"} {
+		l := merge(op, "cause", cause)
+		group("data integrity: "+cause, []Series{{sel("dbcanary_op_failures_total", l), "0x5 1x10"}},
+			[]AlertTest{none("5m", AlertDataIntegrity), fires("10m", AlertDataIntegrity, e.expect(AlertDataIntegrity, l, "1")), none("16m", AlertDataIntegrity)})
+	}
+	group("data integrity: other causes do not count", []Series{
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0x5 1x10"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "backlog")), "0x5 1x10"},
+	}, []AlertTest{none("10m", AlertDataIntegrity)})
+
+	group("backlog", []Series{{sel("dbcanary_op_failures_total", merge(op, "cause", "backlog")), "0+1x20"}},
+		[]AlertTest{fires("10m", AlertBacklog, e.expect(AlertBacklog, op, "5"))})
+	group("no backlog", []Series{{sel("dbcanary_op_failures_total", merge(op, "cause", "backlog")), "0x20"}}, []AlertTest{none("10m", AlertBacklog)})
+
+	// A day at p99 ≈ 9.9 ms (all samples ≤ 10 ms), then all samples in (10, 23] ms.
+	driftOp := merge(op, "result", "ok")
+	drifted := []Series{
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "0.01")), "0+60x1500 90000x100"},
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "0.023")), "0+60x1500 90060+60x100"},
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "+Inf")), "0+60x1500 90060+60x100"},
+	}
+	steady := []Series{
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "0.01")), "0+60x1600"},
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "0.023")), "0+60x1600"},
+		{sel("dbcanary_op_latency_seconds_bucket", merge(driftOp, "le", "+Inf")), "0+60x1600"},
+	}
+	group("latency drift", drifted, []AlertTest{none("1500m", AlertLatencyDrift),
+		fires("1560m", AlertLatencyDrift, e.expect(AlertLatencyDrift, merge(op, "quantile", "0.99"), "0.023"))})
+	group("no latency drift", steady, []AlertTest{none("1560m", AlertLatencyDrift)})
+
+	// Per threshold pair: samples just above the warning bound (warning only),
+	// above the critical bound (both), and in the lowest bucket (none).
+	type key struct{ backend, op, phase string }
+	pairs := map[key][2]Threshold{}
+	var order []key
+	for _, t := range th {
+		k := key{t.Backend, t.Op, t.Phase}
+		p, seen := pairs[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if t.Severity == "warning" {
+			p[0] = t
+		} else {
+			p[1] = t
+		}
+		pairs[k] = p
+	}
+	for _, k := range order {
+		w, c := pairs[k][0], pairs[k][1]
+		l := map[string]string{"target": k.backend + "-1", "backend": k.backend, "op": k.op}
+		metric := "dbcanary_op_latency_seconds_bucket"
+		sl := merge(l, "result", "ok")
+		if k.phase != "" {
+			metric = "dbcanary_op_phase_seconds_bucket"
+			sl = merge(l, "phase", k.phase)
+		}
+		les := uniq(w.Bound, nextBound(w.Bound), c.Bound, nextBound(c.Bound))
+		// bucketSeries puts every sample in the bucket ending at upper.
+		bucketSeries := func(upper float64) []Series {
+			var s []Series
+			for _, le := range append(les, math.Inf(1)) {
+				vals := "0x20"
+				if le >= upper {
+					vals = "0+60x20"
+				}
+				s = append(s, Series{sel(metric, merge(sl, "le", leString(le))), vals})
+			}
+			return s
+		}
+		al := merge(l, "quantile", qs(w.Quantile))
+		if k.phase != "" {
+			al["phase"] = k.phase
+		}
+		name := fmt.Sprintf("latency %s %s %s", k.backend, k.op, k.phase)
+		exp := func(t Threshold, v float64) ExpAlert {
+			return e.expect(AlertLatencyAboveBaseline, merge(al, "severity", t.Severity, "figure", t.Figure.ID), fmt.Sprintf("%.3f", v))
+		}
+		nw := nextBound(w.Bound)
+		vw := w.Bound + (nw-w.Bound)*w.Quantile
+		group(name+": above warning", bucketSeries(nw), []AlertTest{none("5m", AlertLatencyAboveBaseline),
+			fires("15m", AlertLatencyAboveBaseline, exp(w, vw))})
+		nc := nextBound(c.Bound)
+		vc := c.Bound + (nc-c.Bound)*c.Quantile
+		group(name+": above critical", bucketSeries(nc), []AlertTest{
+			fires("15m", AlertLatencyAboveBaseline, exp(w, vc), exp(c, vc))})
+		group(name+": below baseline", bucketSeries(les[0]), []AlertTest{none("15m", AlertLatencyAboveBaseline)})
+	}
+	return &PromTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: "1m", Tests: tests}, nil
+}
+
+func uniq(v ...float64) []float64 {
+	sort.Float64s(v)
+	var out []float64
+	for i, x := range v {
+		if i == 0 || x != v[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func leString(le float64) string {
+	if math.IsInf(le, 1) {
+		return "+Inf"
+	}
+	return qs(le)
+}
+
+// Marshal renders the test file with a generated-file header.
+func (f *PromTestFile) Marshal(opt Options) ([]byte, error) {
+	opt = opt.withDefaults()
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Generated by `dbcanary generate rules --baseline %s`. DO NOT EDIT.\n# promtool unit tests: every alert fires on a scenario built to trip it and stays silent on a healthy one.\n", opt.BaselineName)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// RuleFiles renders everything `generate rules` writes, by path under alerts/.
+func RuleFiles(b *baseline.File, opt Options) (map[string][]byte, error) {
+	opt = opt.withDefaults()
+	rf, err := Rules(b, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	if out["dbcanary-rules.yml"], err = rf.Marshal(opt); err != nil {
+		return nil, err
+	}
+	if opt.TimeScale != 1 {
+		return out, nil // scenarios assume the shipped durations
+	}
+	tf, err := PromTests(b, rf, "../dbcanary-rules.yml")
+	if err != nil {
+		return nil, err
+	}
+	if out["tests/dbcanary-rules_test.yml"], err = tf.Marshal(opt); err != nil {
+		return nil, err
+	}
+	out["thresholds.md"] = ThresholdTable(b)
+	return out, nil
+}

@@ -1,0 +1,313 @@
+// Package generate turns a baseline file (internal/baseline) into the
+// Prometheus recording and alerting rules, their promtool unit tests and the
+// Grafana dashboards, so every threshold traces back to a documented figure.
+package generate
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+)
+
+// DefaultRunbookURL is docs/runbooks.md as published with the repository.
+const DefaultRunbookURL = "https://github.com/dbcanary/dbcanary/blob/main/docs/runbooks.md"
+
+// Options tune generation.
+type Options struct {
+	// BaselineName is the baseline file as named in the generated headers.
+	BaselineName string
+	// TimeScale multiplies every for:, rate window and offset (1 for the shipped
+	// rules; tests use e.g. 0.05 so 5m windows become 15s).
+	TimeScale float64
+	// RunbookURL is the runbook document; alerts link to its sections.
+	RunbookURL string
+}
+
+func (o Options) withDefaults() Options {
+	if o.TimeScale == 0 {
+		o.TimeScale = 1
+	}
+	if o.RunbookURL == "" {
+		o.RunbookURL = DefaultRunbookURL
+	}
+	if o.BaselineName == "" {
+		o.BaselineName = "baselines/james-reference.yaml"
+	}
+	return o
+}
+
+// dur formats a duration scaled by TimeScale, never below 1s.
+func (o Options) dur(d time.Duration) string {
+	s := time.Duration(float64(d) * o.TimeScale).Round(time.Second)
+	if s < time.Second {
+		s = time.Second
+	}
+	return model.Duration(s).String()
+}
+
+// RuleFile is a Prometheus rule file.
+type RuleFile struct {
+	Groups []RuleGroup `yaml:"groups"`
+}
+
+// RuleGroup is one rule group.
+type RuleGroup struct {
+	Name  string `yaml:"name"`
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule is a recording or alerting rule.
+type Rule struct {
+	Record      string            `yaml:"record,omitempty"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+}
+
+// Recording rule names, level:metric:operations. The window in a name is the
+// shipped one even when TimeScale shortens it for a test.
+const (
+	RecLatencyQuantile   = "target_op:dbcanary_op_latency_seconds:quantile_rate5m"
+	RecLatencyQuantile1h = "target_op:dbcanary_op_latency_seconds:quantile_rate1h"
+	RecPhaseQuantile     = "target_op_phase:dbcanary_op_phase_seconds:quantile_rate5m"
+	RecOpsRate           = "target_op_result:dbcanary_op_latency_seconds_count:rate5m"
+	RecFailuresRate      = "target_op_cause:dbcanary_op_failures:rate5m"
+	RecOpErrorRatio      = "target_op:dbcanary_op_errors:ratio_rate5m"
+	RecTargetErrorRatio  = "target:dbcanary_op_errors:ratio_rate" // + window
+	RecBytesRate         = "target_op_direction:dbcanary_op_bytes:rate5m"
+	RecLatencyBaseline   = "backend_op:dbcanary_op_latency_seconds:baseline"
+	RecPhaseBaseline     = "backend_op_phase:dbcanary_op_phase_seconds:baseline"
+)
+
+// Alert names (docs/runbooks.md has a section for each).
+const (
+	AlertExporterAbsent       = "DbcanaryExporterAbsent"
+	AlertExporterDown         = "DbcanaryExporterDown"
+	AlertConfigReloadFailed   = "DbcanaryConfigReloadFailed"
+	AlertTargetDown           = "DbcanaryTargetDown"
+	AlertStale                = "DbcanaryCanaryStale"
+	AlertErrorRatioHigh       = "DbcanaryErrorRatioHigh"
+	AlertDataIntegrity        = "DbcanaryDataIntegrityFailure"
+	AlertBacklog              = "DbcanaryBacklog"
+	AlertErrorBudgetBurn      = "DbcanaryErrorBudgetBurn"
+	AlertLatencyDrift         = "DbcanaryLatencyDrift"
+	AlertLatencyAboveBaseline = "DbcanaryLatencyAboveBaseline"
+)
+
+// AlertNames lists every alert, for the runbook and test coverage checks.
+var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown,
+	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
+	AlertLatencyAboveBaseline}
+
+// Quantiles recorded per target and op.
+var Quantiles = []float64{0.5, 0.9, 0.99}
+
+// Burn-rate windows of the Google SRE workbook (ch. 5, multiwindow,
+// multi-burn-rate) for a 30-day SLO: a factor spends that share of the budget.
+var burnWindows = []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour}
+
+var burnAlerts = []struct {
+	severity    string
+	long, short time.Duration
+	factor      float64
+	forDur      time.Duration
+}{
+	{"critical", time.Hour, 5 * time.Minute, 14.4, 2 * time.Minute},   // 2 % of the budget in 1h: page
+	{"critical", 6 * time.Hour, 30 * time.Minute, 6, 2 * time.Minute}, // 5 % in 6h: page
+	{"warning", 24 * time.Hour, 2 * time.Hour, 3, 15 * time.Minute},   // 10 % in 1d: ticket
+	{"warning", 72 * time.Hour, 6 * time.Hour, 1, 15 * time.Minute},   // 10 % in 3d: ticket
+}
+
+func windowName(d time.Duration) string { return model.Duration(d).String() }
+
+func qs(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) }
+
+func (o Options) runbook(alert string) string { return o.RunbookURL + "#" + strings.ToLower(alert) }
+
+// Rules builds the rule file.
+func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
+	opt = opt.withDefaults()
+	th, err := Thresholds(b)
+	if err != nil {
+		return nil, err
+	}
+	w5 := opt.dur(5 * time.Minute)
+	rec := RuleGroup{Name: "dbcanary-recording"}
+	add := func(g *RuleGroup, r Rule) { g.Rules = append(g.Rules, r) }
+	for _, q := range Quantiles {
+		add(&rec, Rule{Record: RecLatencyQuantile, Labels: map[string]string{"quantile": qs(q)},
+			Expr: fmt.Sprintf(`histogram_quantile(%s, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket{result="ok"}[%s])))`, qs(q), w5)})
+	}
+	for _, q := range Quantiles {
+		add(&rec, Rule{Record: RecPhaseQuantile, Labels: map[string]string{"quantile": qs(q)},
+			Expr: fmt.Sprintf(`histogram_quantile(%s, sum by (target, backend, op, phase, le) (rate(dbcanary_op_phase_seconds_bucket[%s])))`, qs(q), w5)})
+	}
+	add(&rec, Rule{Record: RecLatencyQuantile1h, Labels: map[string]string{"quantile": "0.99"},
+		Expr: fmt.Sprintf(`histogram_quantile(0.99, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket{result="ok"}[%s])))`, opt.dur(time.Hour))})
+	add(&rec, Rule{Record: RecOpsRate, Expr: fmt.Sprintf(`sum by (target, backend, op, result) (rate(dbcanary_op_latency_seconds_count[%s]))`, w5)})
+	add(&rec, Rule{Record: RecFailuresRate, Expr: fmt.Sprintf(`sum by (target, backend, op, cause) (rate(dbcanary_op_failures_total[%s]))`, w5)})
+	add(&rec, Rule{Record: RecBytesRate, Expr: fmt.Sprintf(`sum by (target, backend, op, direction) (rate(dbcanary_op_bytes_total[%s]))`, w5)})
+	// Failures over attempts: a lost message is a failure without a latency
+	// sample, so the denominator is successes + failures, not the sample count.
+	ratio := func(by, w string) string {
+		return fmt.Sprintf(`sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])) / (sum by (%[1]s) (rate(dbcanary_op_latency_seconds_count{result="ok"}[%[2]s])) + sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])))`, by, w)
+	}
+	add(&rec, Rule{Record: RecOpErrorRatio, Expr: ratio("target, backend, op", w5)})
+	for _, w := range burnWindows {
+		add(&rec, Rule{Record: RecTargetErrorRatio + windowName(w), Expr: ratio("target, backend", opt.dur(w))})
+	}
+
+	// Baselines as series, so boards can draw and divide by them.
+	base := RuleGroup{Name: "dbcanary-baselines"}
+	for _, f := range b.Figures {
+		q, isQ := f.Quantile()
+		if !isQ || (f.Kind != baseline.KindLatency && f.Kind != baseline.KindPhase) {
+			continue
+		}
+		for _, op := range f.Ops {
+			l := map[string]string{"backend": f.Backend, "op": op, "quantile": qs(q), "figure": f.ID, "use": f.Use}
+			name := RecLatencyBaseline
+			if f.Kind == baseline.KindPhase {
+				l["phase"] = f.Phase
+				name = RecPhaseBaseline
+			}
+			add(&base, Rule{Record: name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: l})
+		}
+	}
+
+	p := b.Policy
+	budget := 1 - p.SLOObjective
+	al := RuleGroup{Name: "dbcanary-alerts"}
+	alert := func(name, expr string, forDur time.Duration, sev, summary, desc string) Rule {
+		r := Rule{Alert: name, Expr: expr, Labels: map[string]string{"severity": sev},
+			Annotations: map[string]string{"summary": summary, "description": desc, "runbook_url": opt.runbook(name)}}
+		if forDur > 0 {
+			r.For = opt.dur(forDur)
+		}
+		return r
+	}
+	add(&al, alert(AlertExporterAbsent, fmt.Sprintf(`absent(up{job="%s"})`, p.Job), 5*time.Minute, "critical",
+		"No dbcanary scrape target exists",
+		fmt.Sprintf(`Prometheus has no target in job "%s" (value {{ $value }}): dbcanary is not being scraped, so none of its alerts can fire.`, p.Job)))
+	add(&al, alert(AlertExporterDown, fmt.Sprintf(`up{job="%s"} == 0`, p.Job), 2*time.Minute, "critical",
+		"dbcanary {{ $labels.instance }} cannot be scraped",
+		"Scraping {{ $labels.instance }} fails (up = {{ $value }}): the canary is down or unreachable, so its targets are unwatched."))
+	add(&al, alert(AlertConfigReloadFailed, `dbcanary_config_last_reload_successful == 0`, 5*time.Minute, "warning",
+		"dbcanary {{ $labels.instance }} failed to reload its config",
+		"The last config reload failed (value {{ $value }}; baseline: 1 = success); the previous config keeps running."))
+	add(&al, alert(AlertTargetDown, `dbcanary_target_up == 0`, 2*time.Minute, "critical",
+		"{{ $labels.backend }} target {{ $labels.target }} is down",
+		"dbcanary cannot reach {{ $labels.target }} (dbcanary_target_up = {{ $value }}; baseline: 1): timeout, refused, DNS, TLS, auth or server errors."))
+	add(&al, alert(AlertStale, fmt.Sprintf(`time() - dbcanary_last_success_timestamp_seconds > %s`, secs(opt, time.Duration(p.StaleAfter))), 2*time.Minute, "warning",
+		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} has not succeeded recently",
+		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)))))
+	add(&al, alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s`, RecOpErrorRatio, qs(p.ErrorRatioWarning)), 5*time.Minute, "warning",
+		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
+		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning))))
+	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found"}[%s])) > 0`, w5), 0, "critical",
+		"Data integrity failure on {{ $labels.backend }} target {{ $labels.target }}: {{ $labels.cause }}",
+		fmt.Sprintf("{{ $value | humanize }} %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
+	add(&al, alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
+		"dbcanary ops on {{ $labels.target }} cannot start: in-flight bound reached",
+		fmt.Sprintf("{{ $value | humanize }} %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", "{{ $labels.op }}", w5)))
+	for _, ba := range burnAlerts {
+		thr := qs(round(ba.factor * budget))
+		long, short := RecTargetErrorRatio+windowName(ba.long), RecTargetErrorRatio+windowName(ba.short)
+		add(&al, alert(AlertErrorBudgetBurn, fmt.Sprintf(`%s > %s and %s > %s`, long, thr, short, thr), ba.forDur, ba.severity,
+			fmt.Sprintf("%s target {{ $labels.target }} burns its error budget %gx too fast", "{{ $labels.backend }}", ba.factor),
+			fmt.Sprintf("Error ratio {{ $value | humanizePercentage }} over %s (and over %s) is above %s = %g x the %s error budget of the %s availability SLO (policy.slo_objective).",
+				opt.dur(ba.long), opt.dur(ba.short), pct(round(ba.factor*budget)), ba.factor, pct(budget), pct(p.SLOObjective))))
+		al.Rules[len(al.Rules)-1].Labels["window"] = windowName(ba.long)
+	}
+	add(&al, alert(AlertLatencyDrift,
+		fmt.Sprintf(`%[1]s > %[2]s * (%[1]s offset %[3]s) and %[1]s > %[4]s`, RecLatencyQuantile1h, qs(p.DriftFactor), opt.dur(24*time.Hour), qs(p.DriftMinSeconds)),
+		30*time.Minute, "warning",
+		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} is much slower than a day ago",
+		fmt.Sprintf(`p99 over %s is {{ printf "%%.3f" $value }}s, more than %g x the same window %s earlier (policy.drift_factor; only above %gs).`,
+			opt.dur(time.Hour), p.DriftFactor, opt.dur(24*time.Hour), p.DriftMinSeconds)))
+
+	lat := RuleGroup{Name: "dbcanary-latency-baseline"}
+	for _, t := range th {
+		add(&lat, latencyRule(t, opt))
+	}
+	return &RuleFile{Groups: []RuleGroup{rec, base, al, lat}}, nil
+}
+
+// latencyRule compares one recorded quantile with one threshold.
+func latencyRule(t Threshold, opt Options) Rule {
+	sel := fmt.Sprintf(`%s{backend="%s",op="%s",quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, qs(t.Quantile))
+	what := t.Op
+	if t.Phase != "" {
+		sel = fmt.Sprintf(`%s{backend="%s",op="%s",phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, t.Phase, qs(t.Quantile))
+		what = t.Op + " " + t.Phase
+	}
+	forDur := 10 * time.Minute
+	if t.Severity == "critical" {
+		forDur = 5 * time.Minute
+	}
+	stat := "p" + strings.TrimPrefix(qs(t.Quantile*100), "0")
+	// op (and phase) repeat the series' own labels so rules sharing a figure stay distinct.
+	labels := map[string]string{"severity": t.Severity, "figure": t.Figure.ID, "op": t.Op}
+	if t.Phase != "" {
+		labels["phase"] = t.Phase
+	}
+	return Rule{
+		Alert:  AlertLatencyAboveBaseline,
+		Expr:   fmt.Sprintf("%s > %s", sel, qs(t.Bound)),
+		For:    opt.dur(forDur),
+		Labels: labels,
+		Annotations: map[string]string{
+			"summary": fmt.Sprintf("%s %s %s on {{ $labels.target }} is above %gx its baseline", t.Figure.Backend, what, stat, t.Factor),
+			"description": fmt.Sprintf(`%s %s over %s is {{ printf "%%.3f" $value }}s, above the threshold %gs = %g x baseline %s %s (%gs, snapped to a bucket bound). Source: %s, %s; quoted "%s".`,
+				what, stat, opt.dur(5*time.Minute), t.Bound, t.Factor, stat, fmtFigure(t.Figure), round(t.Raw), t.Source.Document, t.Figure.Conditions, t.Figure.Quoted),
+			"runbook_url": opt.runbook(AlertLatencyAboveBaseline),
+		},
+	}
+}
+
+func fmtFigure(f baseline.Figure) string {
+	return strconv.FormatFloat(f.Value, 'f', -1, 64) + " " + f.Unit
+}
+
+// secs formats a scaled duration as seconds for PromQL arithmetic.
+func secs(opt Options, d time.Duration) string {
+	s := time.Duration(float64(d) * opt.TimeScale).Round(time.Second)
+	if s < time.Second {
+		s = time.Second
+	}
+	return strconv.FormatInt(int64(s/time.Second), 10)
+}
+
+// round drops float noise (14.4 × 0.001 = 0.014400000000000001).
+func round(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+
+func pct(v float64) string { return strconv.FormatFloat(round(v*100), 'f', -1, 64) + " %" }
+
+// Marshal renders a rule file with a header naming its source.
+func (f *RuleFile) Marshal(opt Options) ([]byte, error) {
+	opt = opt.withDefaults()
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Generated by `dbcanary generate rules --baseline %s`. DO NOT EDIT:\n# change the baseline file (or the generator) and regenerate. See docs/alerts.md.\n", opt.BaselineName)
+	if opt.TimeScale != 1 {
+		fmt.Fprintf(&buf, "# TEST COPY: every for:, window and offset scaled by %g.\n", opt.TimeScale)
+	}
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,343 @@
+//go:build integration
+
+// Package e2e proves the generated rules and boards on real parts: a real
+// Prometheus scrapes a real dbcanary engine probing a real RabbitMQ through a
+// toxiproxy proxy, evaluates the generated rules (for:, windows and offsets
+// scaled by 0.05) and sends alerts to a real Alertmanager.
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/generate"
+	_ "github.com/dbcanary/dbcanary/probes/rabbitmq" // the backend probed here
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+var rmq, toxi, prom, am stack.Env
+
+func TestMain(m *testing.M) {
+	rmq = stack.Must("rabbitmq")
+	toxi = stack.Must("toxiproxy")
+	prom = stack.Must("prometheus")
+	am = stack.Must("alertmanager")
+	code := m.Run()
+	stack.Cleanup()
+	os.Exit(code)
+}
+
+// timeScale shortens the rules: 5m windows become 15s, for: 10m becomes 30s.
+const timeScale = 0.05
+
+func TestAlertsEndToEnd(t *testing.T) {
+	t0 := time.Now()
+	root := stack.RepoRoot()
+	promURL := prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")
+	amURL := am.Get(t, "DBCANARY_TEST_ALERTMANAGER_URL")
+
+	// RabbitMQ behind a fault proxy on a free port.
+	tc := toxiproxy.NewClient(toxi.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
+	upstream := "127.0.0.1:" + rmq.Get(t, "DBCANARY_TEST_RABBITMQ_PORT")
+	if old, err := tc.Proxy("dbcanary-e2e-rabbitmq"); err == nil {
+		_ = old.Delete()
+	}
+	proxy, err := tc.CreateProxy("dbcanary-e2e-rabbitmq", "127.0.0.1:0", upstream)
+	if err != nil {
+		t.Fatalf("toxiproxy: %v", err)
+	}
+	t.Cleanup(func() { _ = proxy.Delete() })
+
+	h := enginetest.Start(t, fmt.Sprintf(`
+global: {timeout: 2s, max_in_flight: 8}
+targets:
+  - name: rmq-e2e
+    backend: rabbitmq
+    ops:
+      publish: {rate: 5}
+      consume: {}
+    rabbitmq:
+      url: amqp://%s/
+      username: %s
+      password_file: %s
+      connect_timeout: 2s
+      heartbeat: 2s
+`, proxy.Listen, rmq.Get(t, "DBCANARY_TEST_RABBITMQ_USER"), rmq.Get(t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE")))
+	h.Metrics.ReloadSuccess.Set(1)
+	h.Metrics.ReloadTimestamp.SetToCurrentTime()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: promhttp.HandlerFor(h.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	// The generated rules, scaled, in a temp copy; Prometheus reloads its config.
+	b, err := baseline.Load(filepath.Join(root, "baselines", "james-reference.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := generate.RuleFiles(b, generate.Options{TimeScale: timeScale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "dbcanary-rules.yml")
+	if err := os.WriteFile(rulesPath, files["dbcanary-rules.yml"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	amHost := strings.TrimPrefix(amURL, "http://")
+	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [%q]
+alerting:
+  alertmanagers: [{static_configs: [{targets: [%q]}]}]
+scrape_configs:
+  - job_name: %s
+    static_configs: [{targets: [%q]}]
+`, rulesPath, amHost, b.Policy.Job, ln.Addr().String())
+	if err := os.WriteFile(prom.Get(t, "DBCANARY_TEST_PROMETHEUS_CONFIG"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(promURL+"/-/reload", "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("prometheus reload: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	waitFor(t, 60*time.Second, "dbcanary scraped and recording rules producing p99", func() (bool, string) {
+		r := query(t, promURL, fmt.Sprintf(`%s{op="consume",quantile="0.99"}`, generate.RecLatencyQuantile))
+		up := query(t, promURL, `up{job="dbcanary"} == 1`)
+		return len(r) > 0 && len(up) > 0, fmt.Sprintf("p99 series %d, up %d", len(r), len(up))
+	})
+	t.Logf("healthy after %s", time.Since(t0).Round(time.Second))
+	if a := firing(t, amURL); len(a) > 0 {
+		t.Logf("alerts active while healthy (startup): %v", a)
+	}
+
+	t.Run("dashboard queries", func(t *testing.T) { checkBoards(t, root, promURL) })
+
+	// Fault 1: 600 ms of latency on every reply: publish confirms and deliveries
+	// exceed the 400 ms JMAP p99 ceiling (warning), not the 2.5 s critical.
+	if _, err := proxy.AddToxic("slow", "latency", "downstream", 1, toxiproxy.Attributes{"latency": 600}); err != nil {
+		t.Fatal(err)
+	}
+	tf := time.Now()
+	waitAlert(t, amURL, 120*time.Second, true, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "severity": "warning", "op": "publish", "target": "rmq-e2e"})
+	t.Logf("latency warning reached Alertmanager %s after the toxic", time.Since(tf).Round(time.Second))
+	if err := proxy.RemoveToxic("slow"); err != nil {
+		t.Fatal(err)
+	}
+	tf = time.Now()
+	waitAlert(t, amURL, 120*time.Second, false, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "op": "publish"})
+	t.Logf("latency alert resolved %s after removing the toxic", time.Since(tf).Round(time.Second))
+
+	// Fault 2: cut the broker off: target down, error ratio, fast budget burn.
+	if err := proxy.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	tf = time.Now()
+	for _, want := range []map[string]string{
+		{"alertname": generate.AlertTargetDown, "target": "rmq-e2e", "severity": "critical"},
+		{"alertname": generate.AlertErrorRatioHigh, "target": "rmq-e2e", "op": "publish", "severity": "warning"},
+		{"alertname": generate.AlertErrorBudgetBurn, "target": "rmq-e2e", "severity": "critical", "window": "1h"},
+	} {
+		waitAlert(t, amURL, 120*time.Second, true, want)
+		t.Logf("%s reached Alertmanager %s after the cut", want["alertname"], time.Since(tf).Round(time.Second))
+	}
+	t.Logf("alerts during the cut: %v", firing(t, amURL))
+	if err := proxy.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	tf = time.Now()
+	// The page-level burn alerts resolve once their short window (15s, 90s
+	// scaled) is clean; the ticket ones (short windows 6m and 18m scaled) stay
+	// on by design and are not waited for.
+	for _, gone := range []map[string]string{
+		{"alertname": generate.AlertTargetDown, "target": "rmq-e2e"},
+		{"alertname": generate.AlertErrorRatioHigh, "target": "rmq-e2e"},
+		{"alertname": generate.AlertErrorBudgetBurn, "target": "rmq-e2e", "severity": "critical"},
+	} {
+		waitAlert(t, amURL, 150*time.Second, false, gone)
+		t.Logf("%s resolved %s after restoring the broker", gone["alertname"], time.Since(tf).Round(time.Second))
+	}
+	t.Logf("total %s; alerts left: %v", time.Since(t0).Round(time.Second), firing(t, amURL))
+}
+
+// checkBoards runs every panel query: each must parse; RabbitMQ panels (the
+// only backend probed here) must also return a series. Other backends' panels
+// return nothing because no target of theirs exists, so only parsing is proved.
+func checkBoards(t *testing.T, root, promURL string) {
+	paths, err := filepath.Glob(filepath.Join(root, "dashboards", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no boards: %v", err)
+	}
+	queries, withData := 0, 0
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var db struct {
+			Templating struct {
+				List []struct {
+					Name  string          `json:"name"`
+					Query json.RawMessage `json:"query"`
+				} `json:"list"`
+			} `json:"templating"`
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(data, &db); err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(p)
+		rabbit := name == "dbcanary-rabbitmq.json"
+		for _, v := range db.Templating.List {
+			var q struct{ Query string }
+			if v.Name != "target" || json.Unmarshal(v.Query, &q) != nil {
+				continue
+			}
+			// label_values(SELECTOR, target): the selector must find series.
+			sel := strings.TrimSuffix(strings.TrimPrefix(q.Query, "label_values("), ", target)")
+			if r := query(t, promURL, sel); len(r) == 0 && (rabbit || name == "dbcanary-overview.json") {
+				t.Errorf("%s: target variable query %q finds no series", name, sel)
+			}
+		}
+		for _, panel := range db.Panels {
+			for _, tg := range panel.Targets {
+				expr := strings.ReplaceAll(tg.Expr, "$target", ".*")
+				queries++
+				r := query(t, promURL, expr)
+				if rabbit || strings.HasPrefix(panel.Title, "RabbitMQ") {
+					if len(r) == 0 {
+						t.Errorf("%s: panel %q: query %q returns no series", name, panel.Title, expr)
+					} else {
+						withData++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d panel queries parsed by Prometheus; %d RabbitMQ queries returned series", queries, withData)
+}
+
+type sample struct {
+	Metric map[string]string `json:"metric"`
+}
+
+// query runs an instant query; any error (including a parse error) fails the test.
+func query(t *testing.T, promURL, expr string) []sample {
+	t.Helper()
+	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		t.Fatalf("query %q: %v", expr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []sample `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		t.Fatalf("query %q: %s %s", expr, r.Error, body)
+	}
+	return r.Data.Result
+}
+
+type amAlert struct {
+	Labels map[string]string `json:"labels"`
+	Status struct {
+		State string `json:"state"`
+	} `json:"status"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+func alerts(t *testing.T, amURL string) []amAlert {
+	t.Helper()
+	resp, err := http.Get(amURL + "/api/v2/alerts?active=true&silenced=false&inhibited=false")
+	if err != nil {
+		t.Fatalf("alertmanager: %v", err)
+	}
+	defer resp.Body.Close()
+	var out []amAlert
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("alertmanager: %v", err)
+	}
+	return out
+}
+
+func firing(t *testing.T, amURL string) []string {
+	var s []string
+	for _, a := range alerts(t, amURL) {
+		s = append(s, fmt.Sprintf("%s{op=%s,severity=%s}", a.Labels["alertname"], a.Labels["op"], a.Labels["severity"]))
+	}
+	return s
+}
+
+func matches(a amAlert, want map[string]string) bool {
+	for k, v := range want {
+		if a.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// waitAlert waits until an alert matching want is active (present) or gone.
+func waitAlert(t *testing.T, amURL string, timeout time.Duration, present bool, want map[string]string) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("alert %v present=%v in Alertmanager", want, present), func() (bool, string) {
+		for _, a := range alerts(t, amURL) {
+			if matches(a, want) {
+				if present {
+					for _, k := range []string{"summary", "description", "runbook_url"} {
+						if a.Annotations[k] == "" || strings.Contains(a.Annotations[k], "{{") {
+							t.Errorf("%v: annotation %s = %q", want, k, a.Annotations[k])
+						}
+					}
+					t.Logf("  %s: %s", a.Labels["alertname"], a.Annotations["description"])
+				}
+				return present, ""
+			}
+		}
+		return !present, strings.Join(firing(t, amURL), ", ")
+	})
+}
+
+// waitFor polls every second, up to timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last: %s)", timeout, what, state)
+		}
+		time.Sleep(time.Second)
+	}
+}
