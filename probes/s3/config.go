@@ -1,0 +1,268 @@
+package s3
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7/pkg/s3utils"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// Config is the `s3:` section of a target.
+type Config struct {
+	// Endpoint is https://host[:port] or http://host[:port]; a bare host[:port]
+	// uses TLS only when tls.enabled is set.
+	Endpoint string `yaml:"endpoint"`
+	// Region signs requests; set it so the client never asks the bucket's
+	// location (a bucket-level call a least-privilege key may not make).
+	Region string `yaml:"region"`
+	// Addressing is auto, path (https://host/bucket/key) or virtual
+	// (https://bucket.host/key). auto picks virtual for AWS, path elsewhere.
+	Addressing string `yaml:"addressing"`
+	// Bucket holds the canary objects.
+	Bucket string `yaml:"bucket"`
+	// CreateBucket creates the bucket when it is missing (needs s3:CreateBucket).
+	CreateBucket bool `yaml:"create_bucket"`
+	// Prefix is where this target's canaries write, default dbcanary/<target>/;
+	// each instance writes under <prefix><instance id>/ only.
+	Prefix string `yaml:"prefix"`
+	// Static credentials (files are re-read every minute, so a rotated
+	// Kubernetes Secret is picked up). Without them the default chain is used:
+	// AWS_* environment, ~/.aws/credentials, then IAM (EC2 role, EKS web identity).
+	AccessKeyIDFile     string           `yaml:"access_key_id_file"`
+	AccessKeyIDEnv      string           `yaml:"access_key_id_env"`
+	SecretAccessKeyFile string           `yaml:"secret_access_key_file"`
+	SecretAccessKeyEnv  string           `yaml:"secret_access_key_env"`
+	SessionTokenFile    string           `yaml:"session_token_file"`
+	SessionTokenEnv     string           `yaml:"session_token_env"`
+	TLS                 probes.TLSConfig `yaml:"tls"`
+	ConnectTimeout      time.Duration    `yaml:"connect_timeout"`
+	Sizes               []Size           `yaml:"sizes"`
+	MultipartThreshold  Size             `yaml:"multipart_threshold"`
+	MaxObjectsPerSize   int              `yaml:"max_objects_per_size"`
+	LifecycleExpiry     bool             `yaml:"lifecycle_expiry"`
+	ListConsistency     bool             `yaml:"list_consistency"`
+}
+
+// DefaultConfig holds the defaults.
+var DefaultConfig = Config{
+	Region:             "us-east-1",
+	Addressing:         "auto",
+	Bucket:             "dbcanary",
+	CreateBucket:       true,
+	ConnectTimeout:     5 * time.Second,
+	Sizes:              []Size{4 * KiB, 128 * KiB, 1 * MiB, 8 * MiB},
+	MultipartThreshold: 5 * MiB,
+	MaxObjectsPerSize:  4,
+	LifecycleExpiry:    true,
+	ListConsistency:    true,
+}
+
+// Size is a byte count written as 4KiB, 1MiB, 1GiB, 512B or a plain number.
+type Size int64
+
+// Binary units.
+const (
+	KiB Size = 1 << 10
+	MiB Size = 1 << 20
+	GiB Size = 1 << 30
+)
+
+// Limits: the S3 minimum part size, and an object size a canary should not exceed.
+const (
+	minPartSize   = 5 * MiB
+	maxObjectSize = 1 * GiB
+	maxSizes      = 8 // each size is 5 op series: keep the label set small
+)
+
+// String is the exact, shortest binary form: it becomes part of op names.
+func (s Size) String() string {
+	switch {
+	case s >= GiB && s%GiB == 0:
+		return strconv.FormatInt(int64(s/GiB), 10) + "GiB"
+	case s >= MiB && s%MiB == 0:
+		return strconv.FormatInt(int64(s/MiB), 10) + "MiB"
+	case s >= KiB && s%KiB == 0:
+		return strconv.FormatInt(int64(s/KiB), 10) + "KiB"
+	}
+	return strconv.FormatInt(int64(s), 10) + "B"
+}
+
+// ParseSize reads 4KiB, 1MiB, 1GiB, 512B or a plain byte count.
+func ParseSize(text string) (Size, error) {
+	t := strings.TrimSpace(text)
+	mult := Size(1)
+	for _, u := range []struct {
+		suffix string
+		mult   Size
+	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > int64(16*GiB/mult) {
+		return 0, fmt.Errorf("%q is not a size: use a whole number with an optional unit B, KiB, MiB or GiB (e.g. 128KiB)", text)
+	}
+	return Size(n) * mult, nil
+}
+
+// UnmarshalYAML accepts "4KiB" and 4096.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a size must be a scalar such as 4KiB", n.Line)
+	}
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return err // the loader adds the path and line
+	}
+	*s = v
+	return nil
+}
+
+// MarshalYAML writes the unit form, for `dbcanary --dumpconfig`.
+func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// Validate implements probes.Config.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.Endpoint == "" {
+		errs = append(errs, probes.Invalid("endpoint", "missing: https://host[:port] of the S3 endpoint"))
+	} else if _, _, err := parseEndpoint(c.Endpoint, false); err != nil {
+		errs = append(errs, probes.Invalid("endpoint", "%v", err))
+	}
+	if c.Region == "" {
+		errs = append(errs, probes.Invalid("region", "missing (us-east-1 for MinIO and most S3-compatible stores)"))
+	}
+	switch c.Addressing {
+	case "auto", "path", "virtual":
+	default:
+		errs = append(errs, probes.Invalid("addressing", "must be auto, path or virtual, got %q", c.Addressing))
+	}
+	if err := s3utils.CheckValidBucketNameStrict(c.Bucket); err != nil {
+		errs = append(errs, probes.Invalid("bucket", "%q: %v", c.Bucket, err))
+	}
+	if c.Prefix != "" && (strings.HasPrefix(c.Prefix, "/") || !strings.HasSuffix(c.Prefix, "/") || len(c.Prefix) > 512) {
+		errs = append(errs, probes.Invalid("prefix", "%q must end with '/', not start with '/', and be at most 512 bytes", c.Prefix))
+	}
+	key := probes.SecretRef{File: c.AccessKeyIDFile, Env: c.AccessKeyIDEnv}
+	secret := probes.SecretRef{File: c.SecretAccessKeyFile, Env: c.SecretAccessKeyEnv}
+	token := probes.SecretRef{File: c.SessionTokenFile, Env: c.SessionTokenEnv}
+	switch {
+	case key.IsSet() != secret.IsSet():
+		errs = append(errs, probes.Invalid("secret_access_key_file", "set both an access key id (access_key_id_file or _env) and a secret key (secret_access_key_file or _env), or neither to use the default credential chain"))
+	case !key.IsSet() && token.IsSet():
+		errs = append(errs, probes.Invalid("session_token_file", "a session token needs access_key_id_* and secret_access_key_* too"))
+	}
+	errs = append(errs, key.Validate("access_key_id_file", "access_key_id_env", false)...)
+	errs = append(errs, secret.Validate("secret_access_key_file", "secret_access_key_env", false)...)
+	errs = append(errs, token.Validate("session_token_file", "session_token_env", false)...)
+	errs = append(errs, c.TLS.Validate("tls.")...)
+	if c.ConnectTimeout <= 0 {
+		errs = append(errs, probes.Invalid("connect_timeout", "must be positive"))
+	}
+	if len(c.Sizes) == 0 || len(c.Sizes) > maxSizes {
+		errs = append(errs, probes.Invalid("sizes", "list 1 to %d object sizes (each is its own set of op series), got %d", maxSizes, len(c.Sizes)))
+	}
+	seen := map[Size]bool{}
+	for i, s := range c.Sizes {
+		switch {
+		case s < 1 || s > maxObjectSize:
+			errs = append(errs, probes.Invalid(fmt.Sprintf("sizes[%d]", i), "must be between 1B and %s, got %s", maxObjectSize, s))
+		case seen[s]:
+			errs = append(errs, probes.Invalid(fmt.Sprintf("sizes[%d]", i), "%s is listed twice", s))
+		}
+		seen[s] = true
+	}
+	if c.MultipartThreshold < minPartSize || c.MultipartThreshold > maxObjectSize {
+		errs = append(errs, probes.Invalid("multipart_threshold", "must be between %s (the S3 minimum part size) and %s, got %s", minPartSize, maxObjectSize, c.MultipartThreshold))
+	}
+	if c.MaxObjectsPerSize < 1 || c.MaxObjectsPerSize > 100 {
+		errs = append(errs, probes.Invalid("max_objects_per_size", "must be between 1 and 100, got %d", c.MaxObjectsPerSize))
+	}
+	return errs
+}
+
+// parseEndpoint splits the endpoint into minio-go's host[:port] and whether
+// TLS is on (from the scheme, or tlsEnabled for a bare host).
+func parseEndpoint(endpoint string, tlsEnabled bool) (host string, secure bool, err error) {
+	if !strings.Contains(endpoint, "://") {
+		endpoint = "http://" + endpoint
+		if tlsEnabled {
+			endpoint = "https://" + strings.TrimPrefix(endpoint, "http://")
+		}
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", false, fmt.Errorf("not a valid URL: %v", redactURLError(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", false, fmt.Errorf("scheme must be http or https, got %q", u.Scheme)
+	case u.User != nil:
+		return "", false, fmt.Errorf("must not contain credentials: use access_key_id_file and secret_access_key_file")
+	case u.Host == "":
+		return "", false, fmt.Errorf("has no host")
+	case u.Path != "" && u.Path != "/", u.RawQuery != "":
+		return "", false, fmt.Errorf("must be scheme://host[:port] without a path or query (the bucket is set by bucket)")
+	}
+	return u.Host, u.Scheme == "https", nil
+}
+
+// redactURLError drops the URL (which may hold credentials) from a parse error.
+func redactURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return fmt.Errorf("%s: %v", ue.Op, ue.Err)
+	}
+	return err
+}
+
+// Op kinds; each size gets <kind>_<size> (e.g. get_1MiB), plus one list op.
+const (
+	OpPut    = "put"
+	OpGet    = "get"
+	OpHead   = "head"
+	OpDelete = "delete"
+	OpList   = "list"
+)
+
+// Phases recorded by get.
+const (
+	PhaseFirstByte = "first_byte"
+	PhaseLastByte  = "last_byte"
+)
+
+// Default rates in ops/s, per size for put/get/head/delete.
+const (
+	defaultObjectRate = 0.1
+	defaultListRate   = 0.05
+)
+
+// OpName is the op name of a kind at a size: get_1MiB.
+func OpName(kind string, s Size) string { return kind + "_" + s.String() }
+
+// Ops implements probes.Config.
+func (c *Config) Ops() []probes.OpSpec {
+	specs := make([]probes.OpSpec, 0, 4*len(c.Sizes)+1)
+	for _, s := range c.Sizes {
+		specs = append(specs,
+			probes.OpSpec{Name: OpName(OpPut, s), DefaultRate: defaultObjectRate,
+				Help: fmt.Sprintf("write a %s object with deterministic content (multipart above multipart_threshold); overwrites the oldest canary object of that size when max_objects_per_size is reached", s)},
+			probes.OpSpec{Name: OpName(OpGet, s), DefaultRate: defaultObjectRate, Phases: []string{PhaseFirstByte, PhaseLastByte},
+				Help: fmt.Sprintf("read a %s canary object back and compare every byte; phases first_byte and last_byte are measured from the request", s)},
+			probes.OpSpec{Name: OpName(OpHead, s), DefaultRate: defaultObjectRate,
+				Help: fmt.Sprintf("HEAD a %s canary object and check its size and ETag", s)},
+			probes.OpSpec{Name: OpName(OpDelete, s), DefaultRate: defaultObjectRate,
+				Help: fmt.Sprintf("delete the oldest %s canary object (one is always kept for get and head)", s)},
+		)
+	}
+	specs = append(specs, probes.OpSpec{Name: OpList, DefaultRate: defaultListRate,
+		Help: "list this instance's prefix and check that every canary object written earlier is listed"})
+	return specs
+}

@@ -1,0 +1,83 @@
+package s3
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLiveSetBoundsAndOwnership(t *testing.T) {
+	l := newLiveSet("dbcanary/t/i/", "run1", 2)
+	now := time.Now()
+	if o := l.forRead(KiB, now); o != nil {
+		t.Fatal("read from an empty set")
+	}
+	write := func() *object {
+		o, _, ok := l.forWrite(KiB)
+		if !ok {
+			t.Fatal("no slot")
+		}
+		l.written(KiB, o, 1, "etag", time.Now(), false)
+		return o
+	}
+	a := write()
+	if !strings.HasPrefix(a.key, "dbcanary/t/i/1KiB/run1-") {
+		t.Fatalf("key %s outside the prefix", a.key)
+	}
+	if o := l.forDelete(KiB, time.Now()); o != nil {
+		t.Fatal("deleted the only readable object")
+	}
+	b := write()
+	// At the cap, a put overwrites the oldest instead of adding a key.
+	o, overwrite, ok := l.forWrite(KiB)
+	if !ok || !overwrite || o != a {
+		t.Fatalf("at cap: got %v overwrite=%v, want the oldest", o, overwrite)
+	}
+	l.written(KiB, o, 2, "etag2", time.Now(), false)
+	if l.count(KiB) != 2 {
+		t.Fatalf("count %d, want 2", l.count(KiB))
+	}
+	// Oldest is now b; delete takes it and keeps a.
+	if d := l.forDelete(KiB, time.Now()); d != b {
+		t.Fatalf("delete picked %v, want the oldest", d)
+	}
+	// A busy object is not read, and a suspect one is deleted first.
+	r := l.forRead(KiB, time.Now())
+	if r != a {
+		t.Fatalf("read %v, want a", r)
+	}
+	if again := l.forRead(KiB, time.Now()); again != nil {
+		t.Fatal("read a busy object")
+	}
+	l.release(r, true)
+	if again := l.forRead(KiB, time.Now()); again != nil {
+		t.Fatal("read a suspect object")
+	}
+	l.remove(KiB, b)
+	if d := l.forDelete(KiB, time.Now()); d != a {
+		t.Fatal("a suspect object that is the last one should still be deletable")
+	}
+}
+
+func TestLiveSetExpectedSkipsChanging(t *testing.T) {
+	l := newLiveSet("p/", "r", 4)
+	o, _, _ := l.forWrite(MiB)
+	l.written(MiB, o, 1, "", time.Now(), false)
+	exp := l.expected(time.Now())
+	if len(exp) != 1 || !l.unchanged(exp[0]) {
+		t.Fatalf("expected %v", exp)
+	}
+	w, _, _ := l.forWrite(MiB) // a new key: in flight, not expected
+	if len(l.expected(time.Now())) != 1 {
+		t.Fatal("an in-flight write is expected in a listing")
+	}
+	l.written(MiB, w, 2, "", time.Now(), false)
+	d := l.forDelete(MiB, time.Now())
+	if d != o || l.unchanged(exp[0]) {
+		t.Fatal("an object being deleted counts as unchanged")
+	}
+	old := l.expected(time.Now().Add(maxAge + time.Minute))
+	if len(old) != 0 {
+		t.Fatal("objects older than maxAge are expected in a listing")
+	}
+}

@@ -1,0 +1,413 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+func init() {
+	probes.Register(probes.Backend{
+		Name: "s3",
+		NewConfig: func() probes.Config {
+			c := DefaultConfig
+			c.Sizes = append([]Size(nil), DefaultConfig.Sizes...)
+			return &c
+		},
+		New: func(t probes.Target) (probes.Probe, error) { return New(t) },
+	})
+}
+
+// Probe is the S3 canary for one target.
+type Probe struct {
+	cfg      Config
+	target   string
+	where    string // "s3 <endpoint> bucket <bucket>" for error messages
+	prefix   string // <prefix><instance>/: the only keys this probe touches
+	base     string // <prefix>: the lifecycle rule's scope, shared by instances
+	client   *minio.Client
+	core     minio.Core
+	tr       *http.Transport
+	live     *liveSet
+	logger   *slog.Logger
+	ops      map[string]opRef
+	bufPool  sync.Pool
+	lifeDone atomic.Bool // the lifecycle rule is set, or cannot be
+}
+
+// opRef is what an op name stands for.
+type opRef struct {
+	kind string
+	size Size
+}
+
+// New builds the probe; it does no I/O.
+func New(t probes.Target) (*Probe, error) {
+	pc, ok := t.Config.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("s3: config of type %T, want *s3.Config", t.Config)
+	}
+	cfg := *pc
+	host, secure, err := parseEndpoint(cfg.Endpoint, cfg.TLS.Enabled)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint: %w", err)
+	}
+	if cfg.TLS.Configured() {
+		secure = true
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ExpectContinueTimeout: time.Second,
+		// Bodies are compared byte for byte and timed: no transparent gzip.
+		DisableCompression: true,
+	}
+	if secure {
+		tc, err := cfg.TLS.Build("")
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		if cfg.TLS.ServerName == "" {
+			// Virtual-host requests go to <bucket>.<host>: let Go check each request's own host.
+			tc.ServerName = ""
+		}
+		tr.TLSClientConfig = tc
+	}
+	lookup := minio.BucketLookupAuto
+	switch cfg.Addressing {
+	case "path":
+		lookup = minio.BucketLookupPath
+	case "virtual":
+		lookup = minio.BucketLookupDNS
+	}
+	client, err := minio.New(host, &minio.Options{
+		Creds:        newCredentials(&cfg),
+		Secure:       secure,
+		Transport:    tr,
+		Region:       cfg.Region,
+		BucketLookup: lookup,
+		// One attempt: a canary reports what a client saw, it does not hide it behind retries.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
+	}
+	client.SetAppInfo("dbcanary", "")
+	base := cfg.Prefix
+	if base == "" {
+		base = "dbcanary/" + t.Name + "/"
+	}
+	p := &Probe{
+		cfg:    cfg,
+		target: t.Name,
+		where:  fmt.Sprintf("s3 %s bucket %s", cfg.Endpoint, cfg.Bucket),
+		prefix: base + t.InstanceID + "/",
+		base:   base,
+		client: client,
+		core:   minio.Core{Client: client},
+		tr:     tr,
+		logger: t.Logger,
+		ops:    map[string]opRef{OpList: {kind: OpList}},
+	}
+	p.live = newLiveSet(p.prefix, fmt.Sprintf("%08x", rand.Uint32()), cfg.MaxObjectsPerSize)
+	for _, s := range cfg.Sizes {
+		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
+			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
+		}
+	}
+	p.bufPool.New = func() any { b := make([]byte, 2*verifyBuf); return &b }
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TLS.InsecureSkipVerify {
+		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
+	}
+	return p, nil
+}
+
+// Prefix returns the key prefix of this instance's canary objects.
+func (p *Probe) Prefix() string { return p.prefix }
+
+// Bucket returns the canary bucket.
+func (p *Probe) Bucket() string { return p.cfg.Bucket }
+
+// Run implements probes.Probe.
+func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
+	ref, ok := p.ops[op]
+	if !ok {
+		return fmt.Errorf("s3: unknown op %q", op)
+	}
+	switch ref.kind {
+	case OpPut:
+		return p.put(ctx, ref.size, out)
+	case OpGet:
+		return p.get(ctx, ref.size, out)
+	case OpHead:
+		return p.head(ctx, ref.size, out)
+	case OpDelete:
+		return p.delete(ctx, ref.size, out)
+	}
+	return p.list(ctx, out)
+}
+
+// put writes a new object, or overwrites the oldest once the size has max objects.
+func (p *Probe) put(ctx context.Context, s Size, out *probes.Outcome) error {
+	o, _, ok := p.live.forWrite(s)
+	if !ok {
+		return probes.Fail(probes.CauseOther, fmt.Errorf("%s: every %s canary object is in use by another op (max_in_flight is high for max_objects_per_size=%d)", p.where, s, p.cfg.MaxObjectsPerSize))
+	}
+	out.Sent = time.Now()
+	return p.write(ctx, s, o, out, false)
+}
+
+// write uploads fresh content to o (marked busy) and records it, or forgets o on failure.
+// keep leaves o busy for the caller's next request on it.
+func (p *Probe) write(ctx context.Context, s Size, o *object, out *probes.Outcome, keep bool) error {
+	seed := rand.Uint64()
+	info, err := p.client.PutObject(ctx, p.cfg.Bucket, o.key, newContent(seed, int64(s)), int64(s), minio.PutObjectOptions{
+		ContentType: "application/octet-stream",
+		PartSize:    uint64(p.cfg.MultipartThreshold),
+	})
+	if err != nil {
+		// Whether the object now holds the old, the new or no content is
+		// unknown: keep it as suspect, so it is never read but is the first to
+		// be deleted or overwritten (deleting a key that does not exist succeeds).
+		err = p.classify("put", o.key, err)
+		p.live.mu.Lock()
+		o.busy, o.changing, o.suspect = false, false, true
+		p.live.mu.Unlock()
+		return err
+	}
+	out.BytesSent += int64(s)
+	p.live.written(s, o, seed, info.ETag, time.Now(), keep)
+	return nil
+}
+
+// readTarget returns an object to read; when none is readable yet (just
+// started, or all were deleted) it writes one first and only then marks the
+// request sent, so service time and phases cover the read alone.
+func (p *Probe) readTarget(ctx context.Context, s Size, out *probes.Outcome) (*object, error) {
+	if o := p.live.forRead(s, time.Now()); o != nil {
+		return o, nil
+	}
+	o, _, ok := p.live.forWrite(s)
+	if !ok {
+		return nil, probes.Fail(probes.CauseOther, fmt.Errorf("%s: no %s canary object is free to read", p.where, s))
+	}
+	var setup probes.Outcome
+	if err := p.write(ctx, s, o, &setup, true); err != nil {
+		return nil, fmt.Errorf("writing the %s object to read first: %w", s, err)
+	}
+	out.BytesSent += setup.BytesSent
+	return o, nil
+}
+
+// get reads an object back, timing the first and the last body byte from the
+// request, and compares every byte with what was written.
+func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
+	o, err := p.readTarget(ctx, s, out)
+	if err != nil {
+		return err
+	}
+	suspect := false
+	defer func() { p.live.release(o, suspect) }()
+	sent := time.Now()
+	out.Sent = sent
+	body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, o.key, minio.GetObjectOptions{})
+	if err != nil {
+		err = p.classify("get", o.key, err)
+		if probes.CauseOf(err) == probes.CauseNotFound {
+			p.live.remove(s, o)
+		}
+		return err
+	}
+	defer body.Close()
+	bp := p.bufPool.Get().(*[]byte)
+	defer p.bufPool.Put(bp)
+	buf := (*bp)[:verifyBuf]
+	v := verifier{seed: o.seed, size: o.size, expected: (*bp)[verifyBuf:]}
+	var first time.Duration
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if first == 0 {
+				first = time.Since(sent)
+			}
+			out.BytesReceived += int64(n)
+			if verr := v.check(buf[:n]); verr != nil {
+				suspect = true
+				return probes.Fail(probes.CauseMismatch, fmt.Errorf("%s: get %s: %w", p.where, o.key, verr))
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return p.classify(fmt.Sprintf("get (after %d of %d bytes)", v.got, o.size), o.key, rerr)
+		}
+	}
+	last := time.Since(sent)
+	if verr := v.done(); verr != nil {
+		suspect = true
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("%s: get %s: %w", p.where, o.key, verr))
+	}
+	out.AddPhase(PhaseFirstByte, first)
+	out.AddPhase(PhaseLastByte, last)
+	return nil
+}
+
+// head checks an object's size and ETag without reading it.
+func (p *Probe) head(ctx context.Context, s Size, out *probes.Outcome) error {
+	o, err := p.readTarget(ctx, s, out)
+	if err != nil {
+		return err
+	}
+	suspect := false
+	defer func() { p.live.release(o, suspect) }()
+	out.Sent = time.Now()
+	info, err := p.client.StatObject(ctx, p.cfg.Bucket, o.key, minio.StatObjectOptions{})
+	if err != nil {
+		err = p.classify("head", o.key, err)
+		if probes.CauseOf(err) == probes.CauseNotFound {
+			p.live.remove(s, o)
+		}
+		return err
+	}
+	if info.Size != o.size || (o.etag != "" && info.ETag != "" && info.ETag != o.etag) {
+		suspect = true
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("%s: head %s: size %d and ETag %q, but %d bytes with ETag %q were written",
+			p.where, o.key, info.Size, info.ETag, o.size, o.etag))
+	}
+	return nil
+}
+
+// delete removes the oldest object of the size, keeping one for get and
+// head; when there is none to spare it writes one first (not timed as sent).
+func (p *Probe) delete(ctx context.Context, s Size, out *probes.Outcome) error {
+	o := p.live.forDelete(s, time.Now())
+	if o == nil {
+		o = p.live.scratch(s)
+		var setup probes.Outcome
+		if err := p.write(ctx, s, o, &setup, true); err != nil {
+			return fmt.Errorf("writing a %s object to delete first: %w", s, err)
+		}
+		out.BytesSent += setup.BytesSent
+		p.live.mu.Lock()
+		o.changing = true
+		p.live.mu.Unlock()
+	}
+	out.Sent = time.Now()
+	err := p.client.RemoveObject(ctx, p.cfg.Bucket, o.key, minio.RemoveObjectOptions{})
+	if err != nil {
+		err = p.classify("delete", o.key, err)
+		if probes.CauseOf(err) == probes.CauseNotFound {
+			p.live.remove(s, o)
+		} else {
+			// Deleted or not, the object is no longer known intact: delete it again later.
+			p.live.mu.Lock()
+			o.changing = false
+			p.live.mu.Unlock()
+			p.live.release(o, true)
+		}
+		return err
+	}
+	p.live.remove(s, o)
+	return nil
+}
+
+// maxListed bounds a listing: the prefix holds at most sizes x max objects
+// of this run plus leftovers the sweep has not removed yet.
+const maxListed = 10000
+
+// list lists this instance's prefix and, with list_consistency, checks that
+// every object written before the listing started is in it.
+func (p *Probe) list(ctx context.Context, out *probes.Outcome) error {
+	expected := p.live.expected(time.Now())
+	out.Sent = time.Now()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := make(map[string]bool, len(expected))
+	n := 0
+	for info := range p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true}) {
+		if info.Err != nil {
+			return p.classify("list", p.prefix, info.Err)
+		}
+		if !strings.HasPrefix(info.Key, p.prefix) {
+			return probes.Fail(probes.CauseServer, fmt.Errorf("%s: listing prefix %s returned key %s outside it", p.where, p.prefix, info.Key))
+		}
+		seen[info.Key] = true
+		if n++; n >= maxListed {
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return p.classify("list", p.prefix, err)
+	}
+	if !p.cfg.ListConsistency || n >= maxListed {
+		return nil
+	}
+	for _, e := range expected {
+		if !seen[e.obj.key] && p.live.unchanged(e) {
+			return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: listing %s does not show %s, written at %s and not deleted",
+				p.where, p.prefix, e.obj.key, e.written.Format(time.RFC3339Nano)))
+		}
+	}
+	return nil
+}
+
+// Close deletes every object under this instance's prefix (bounded to a
+// few seconds) and releases idle connections.
+func (p *Probe) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.sweep(ctx, "")
+	p.tr.CloseIdleConnections()
+	return err
+}
+
+// classify turns a minio-go error into a cause with a message naming the
+// target, bucket and key (never credentials).
+func (p *Probe) classify(what, key string, err error) error {
+	var pe *probes.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	wrapped := fmt.Errorf("%s: %s %s: %w", p.where, what, key, err)
+	var er minio.ErrorResponse
+	if errors.As(err, &er) && (er.Code != "" || er.StatusCode != 0) {
+		switch er.Code {
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+			"TokenRefreshRequired", "AuthorizationHeaderMalformed", "InvalidSecurity", "AccountProblem":
+			return probes.Fail(probes.CauseAuth, wrapped)
+		case "NoSuchKey":
+			return probes.Fail(probes.CauseNotFound, wrapped)
+		case "NoSuchBucket":
+			p.live.reset()
+			return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: %s %s: bucket is gone: %w", p.where, what, key, probes.ErrNamespaceGone))
+		}
+		if er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized {
+			return probes.Fail(probes.CauseAuth, wrapped)
+		}
+		return probes.Fail(probes.CauseServer, wrapped)
+	}
+	if c := probes.Classify(err); c != probes.CauseOther {
+		return probes.Fail(c, wrapped)
+	}
+	return probes.Fail(probes.CauseOther, wrapped)
+}

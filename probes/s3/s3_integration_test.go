@@ -1,0 +1,586 @@
+//go:build integration
+
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+var (
+	s3Env   stack.Env
+	toxiEnv stack.Env
+)
+
+func TestMain(m *testing.M) {
+	s3Env = stack.Must("minio")
+	toxiEnv = stack.Must("toxiproxy")
+	code := m.Run()
+	stack.Cleanup()
+	os.Exit(code)
+}
+
+// rootCreds reads the MinIO root credentials the stack generated.
+func rootCreds(t *testing.T) (string, string) {
+	t.Helper()
+	read := func(key string) string {
+		b, err := os.ReadFile(s3Env.Get(t, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return read("DBCANARY_TEST_S3_ACCESS_KEY_FILE"), read("DBCANARY_TEST_S3_SECRET_KEY_FILE")
+}
+
+// admin is a root client for setting up buckets and looking behind the canary's back.
+func admin(t *testing.T) *minio.Client {
+	t.Helper()
+	id, secret := rootCreds(t)
+	c, err := minio.New(s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(id, secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// bucket creates a fresh bucket for one test and checks at the end that the
+// canary left nothing in it, inside or outside its prefix.
+func bucket(t *testing.T, name string) string {
+	t.Helper()
+	c := admin(t)
+	ctx := context.Background()
+	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{}); err != nil {
+		if minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
+			t.Fatal(err)
+		}
+		removeAll(t, c, name)
+	}
+	t.Cleanup(func() { removeAll(t, c, name); _ = c.RemoveBucket(ctx, name) })
+	return name
+}
+
+func objects(t *testing.T, c *minio.Client, bucket string) []string {
+	t.Helper()
+	var keys []string
+	for o := range c.ListObjects(context.Background(), bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			t.Fatalf("list %s: %v", bucket, o.Err)
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+func removeAll(t *testing.T, c *minio.Client, bucket string) {
+	for _, k := range objects(t, c, bucket) {
+		_ = c.RemoveObject(context.Background(), bucket, k, minio.RemoveObjectOptions{})
+	}
+}
+
+func assertEmpty(t *testing.T, bucket string) {
+	t.Helper()
+	if keys := objects(t, admin(t), bucket); len(keys) != 0 {
+		t.Fatalf("the canary left %d objects in bucket %s: %v", len(keys), bucket, keys)
+	}
+}
+
+// minioConfig returns an s3 section for the stack's MinIO with root credentials.
+func minioConfig(t *testing.T, bucket string) *Config {
+	c := DefaultConfig
+	c.Endpoint = "http://" + s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT")
+	c.Addressing = "path"
+	c.Bucket = bucket
+	c.AccessKeyIDFile = s3Env.Get(t, "DBCANARY_TEST_S3_ACCESS_KEY_FILE")
+	c.SecretAccessKeyFile = s3Env.Get(t, "DBCANARY_TEST_S3_SECRET_KEY_FILE")
+	return &c
+}
+
+func newProbe(t *testing.T, name string, c *Config) *Probe {
+	t.Helper()
+	if errs := c.Validate(); len(errs) != 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	p, err := New(probes.Target{Name: name, InstanceID: "it-1", Config: c, Logger: enginetest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func run(t *testing.T, p *Probe, op string, timeout time.Duration) (probes.Outcome, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out probes.Outcome
+	out.Reset(time.Now())
+	err := p.Run(ctx, op, &out)
+	return out, err
+}
+
+func mustRun(t *testing.T, p *Probe, op string) probes.Outcome {
+	t.Helper()
+	out, err := run(t, p, op, 20*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v (cause %s)", op, err, probes.CauseOf(err))
+	}
+	return out
+}
+
+func prepare(t *testing.T, p *Probe) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return p.Prepare(ctx)
+}
+
+func phase(out probes.Outcome, name string) time.Duration {
+	for _, ph := range out.Phases() {
+		if ph.Name == name {
+			return ph.Duration
+		}
+	}
+	return -1
+}
+
+// TestEngineAllSizes runs every default op through a real engine: all four
+// sizes put/get/head/delete and list succeed, the get phases and byte
+// counters fill, the lifecycle rule is set, and stopping leaves the bucket empty.
+func TestEngineAllSizes(t *testing.T) {
+	b := bucket(t, "dbcanary-it-engine")
+	c := minioConfig(t, b)
+	h := enginetest.Start(t, fmt.Sprintf(`
+global: {instance_id: it-1, timeout: 20s, max_in_flight: 8}
+targets:
+  - name: minio
+    backend: s3
+    ops:
+      "*": {rate: 1}
+    s3:
+      endpoint: %s
+      addressing: path
+      bucket: %s
+      access_key_id_file: %s
+      secret_access_key_file: %s
+`, c.Endpoint, b, c.AccessKeyIDFile, c.SecretAccessKeyFile))
+	var ops []string
+	for _, s := range DefaultConfig.Sizes {
+		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
+			ops = append(ops, OpName(k, s))
+		}
+	}
+	ops = append(ops, OpList)
+	enginetest.WaitFor(t, 60*time.Second, "3 successful runs of every op", func() bool {
+		for _, op := range ops {
+			if h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": op, "result": "ok"}) < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	lc, err := admin(t).GetBucketLifecycle(context.Background(), b)
+	if err != nil || len(lc.Rules) != 1 || lc.Rules[0].RuleFilter.Prefix != "dbcanary/minio/" || lc.Rules[0].Expiration.Days != 1 ||
+		lc.Rules[0].NoncurrentVersionExpiration.NoncurrentDays != 1 { // MinIO drops AbortIncompleteMultipartUpload
+		t.Errorf("lifecycle rule: %+v, %v", lc, err)
+	}
+	// While running, every object is under the instance's prefix and bounded.
+	keys := objects(t, admin(t), b)
+	if len(keys) > 2*len(DefaultConfig.Sizes)*DefaultConfig.MaxObjectsPerSize {
+		t.Errorf("%d objects live, more than 2 x sizes x max_objects_per_size", len(keys))
+	}
+	t.Logf("%d canary objects live while running", len(keys))
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "dbcanary/minio/it-1/") {
+			t.Errorf("object %s outside the prefix", k)
+		}
+	}
+	// Stopped, the counters are final: compare them with each other.
+	h.Engine.Stop()
+	if n := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "minio"}); n != 0 {
+		for _, m := range h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": "minio"}) {
+			if m.GetCounter().GetValue() > 0 {
+				t.Errorf("failures: %v", m.GetLabel())
+			}
+		}
+		t.Fatalf("%g failed ops against a healthy MinIO", n)
+	}
+	for _, s := range DefaultConfig.Sizes {
+		get := OpName(OpGet, s)
+		for _, ph := range []string{PhaseFirstByte, PhaseLastByte} {
+			if n := h.HistogramCount(t, "dbcanary_op_phase_seconds", enginetest.L{"op": get, "phase": ph}); n < 3 {
+				t.Errorf("%s phase %s has %d samples", get, ph, n)
+			}
+		}
+		ttfb := h.HistogramSum(t, "dbcanary_op_phase_seconds", enginetest.L{"op": get, "phase": PhaseFirstByte})
+		ttlb := h.HistogramSum(t, "dbcanary_op_phase_seconds", enginetest.L{"op": get, "phase": PhaseLastByte})
+		if ttlb < ttfb {
+			t.Errorf("%s: sum of last_byte %.4fs < first_byte %.4fs", get, ttlb, ttfb)
+		}
+		got := h.Value(t, "dbcanary_op_bytes_total", enginetest.L{"op": get, "direction": "received"})
+		n := h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": get, "result": "ok"})
+		if got < float64(n)*float64(s) {
+			t.Errorf("%s received %g bytes over %d gets", get, got, n)
+		}
+		if sent := h.Value(t, "dbcanary_op_bytes_total", enginetest.L{"op": OpName(OpPut, s), "direction": "sent"}); sent < 3*float64(s) {
+			t.Errorf("put_%s sent %g bytes", s, sent)
+		}
+		t.Logf("%-8s gets=%d mean first_byte=%.2fms last_byte=%.2fms", s, n, 1000*ttfb/float64(n), 1000*ttlb/float64(n))
+	}
+	assertEmpty(t, b)
+}
+
+// TestMismatchAndNotFound: an object overwritten behind the canary's back is
+// caught as mismatch by get and head; one deleted behind its back is not_found.
+func TestMismatchAndNotFound(t *testing.T) {
+	b := bucket(t, "dbcanary-it-integrity")
+	p := newProbe(t, "integrity", minioConfig(t, b))
+	// Left by an earlier run of this instance: Prepare deletes it. Outside
+	// the instance's prefix: never touched.
+	ctx := context.Background()
+	leftover := "dbcanary/integrity/it-1/4KiB/00000000-00000001"
+	others := []string{"dbcanary/integrity/it-2/4KiB/00000000-00000001", "dbcanary/integrity/it-10", "elsewhere/x"}
+	for _, k := range append([]string{leftover}, others...) {
+		if _, err := admin(t).PutObject(ctx, b, k, bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if keys := objects(t, admin(t), b); !slices.Equal(keys, []string{"dbcanary/integrity/it-10", "dbcanary/integrity/it-2/4KiB/00000000-00000001", "elsewhere/x"}) {
+		t.Fatalf("after Prepare: %v", keys)
+	}
+	for _, k := range others {
+		if err := admin(t).RemoveObject(ctx, b, k, minio.RemoveObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, p, "put_4KiB")
+	mustRun(t, p, "get_4KiB")
+	keys := objects(t, admin(t), b)
+	if len(keys) != 1 {
+		t.Fatalf("want one object, got %v", keys)
+	}
+	// Same size, other bytes: only a byte-for-byte compare can tell.
+	junk := bytes.Repeat([]byte{'x'}, 4096)
+	if _, err := admin(t).PutObject(context.Background(), b, keys[0], bytes.NewReader(junk), int64(len(junk)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, p, "get_4KiB", 10*time.Second)
+	if probes.CauseOf(err) != probes.CauseMismatch || !strings.Contains(err.Error(), "first difference at byte 0 of 4096") {
+		t.Fatalf("get of an overwritten object: cause %q, %v", probes.CauseOf(err), err)
+	}
+	t.Logf("overwrite: %v", err)
+
+	mustRun(t, p, "put_128KiB")
+	keys = objects(t, admin(t), b)
+	var k128 string
+	for _, k := range keys {
+		if strings.Contains(k, "/128KiB/") {
+			k128 = k
+		}
+	}
+	if _, err := admin(t).PutObject(context.Background(), b, k128, bytes.NewReader(make([]byte, 128<<10)), 128<<10, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, p, "head_128KiB", 10*time.Second); probes.CauseOf(err) != probes.CauseMismatch {
+		t.Fatalf("head of an overwritten object: cause %q, %v", probes.CauseOf(err), err)
+	}
+
+	mustRun(t, p, "put_1MiB")
+	for _, k := range objects(t, admin(t), b) {
+		if strings.Contains(k, "/1MiB/") {
+			if err := admin(t).RemoveObject(context.Background(), b, k, minio.RemoveObjectOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err = run(t, p, "list", 10*time.Second)
+	if probes.CauseOf(err) != probes.CauseNotFound {
+		t.Fatalf("list without an object written earlier: cause %q, %v", probes.CauseOf(err), err)
+	}
+	_, err = run(t, p, "get_1MiB", 10*time.Second)
+	if probes.CauseOf(err) != probes.CauseNotFound {
+		t.Fatalf("get of a deleted object: cause %q, %v", probes.CauseOf(err), err)
+	}
+	// The vanished object is forgotten: the next get writes a fresh one and passes.
+	mustRun(t, p, "get_1MiB")
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, b)
+}
+
+// TestWrongSecretIsAuth: a wrong secret key fails Prepare and ops with cause
+// auth, and the error does not carry the secret.
+func TestWrongSecretIsAuth(t *testing.T) {
+	b := bucket(t, "dbcanary-it-auth")
+	c := minioConfig(t, b)
+	wrong := "wrong-secret-" + fmt.Sprint(time.Now().UnixNano())
+	c.SecretAccessKeyFile = filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(c.SecretAccessKeyFile, []byte(wrong+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(t, "auth", c)
+	defer p.Close()
+	err := prepare(t, p)
+	if probes.CauseOf(err) != probes.CauseAuth || strings.Contains(err.Error(), wrong) {
+		t.Fatalf("prepare: cause %q, %v", probes.CauseOf(err), err)
+	}
+	_, err = run(t, p, "put_4KiB", 10*time.Second)
+	if probes.CauseOf(err) != probes.CauseAuth || strings.Contains(err.Error(), wrong) {
+		t.Fatalf("put: cause %q, %v", probes.CauseOf(err), err)
+	}
+	t.Logf("wrong secret: %v", err)
+}
+
+// leastPrivilege is the policy docs/s3.md tells operators to grant, for a
+// bucket and the default prefix root dbcanary/.
+func leastPrivilege(bucket string) string {
+	return strings.NewReplacer("BUCKET", bucket).Replace(`{
+  "Version": "2012-10-17",
+  "Statement": [
+    {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": ["arn:aws:s3:::BUCKET"],
+     "Condition": {"StringLike": {"s3:prefix": ["dbcanary/*"]}}},
+    {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+     "Resource": ["arn:aws:s3:::BUCKET/dbcanary/*"]},
+    {"Effect": "Allow", "Action": ["s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"], "Resource": ["arn:aws:s3:::BUCKET"]}
+  ]
+}`)
+}
+
+// restricted returns temporary credentials limited to policy: MinIO's STS
+// AssumeRole with an inline session policy, called with the root key. MinIO
+// enforces the session policy even for root-derived credentials, so this is
+// a real restricted key without an admin client (minio-go has none).
+func restricted(t *testing.T, policy string) (keyFile, secretFile, tokenFile string) {
+	t.Helper()
+	id, secret := rootCreds(t)
+	creds, err := credentials.NewSTSAssumeRole("http://"+s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), credentials.STSAssumeRoleOptions{
+		AccessKey: id, SecretKey: secret, Policy: policy, Location: "us-east-1", DurationSeconds: 3600,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := creds.GetWithContext(nil)
+	if err != nil {
+		t.Fatalf("AssumeRole: %v", err)
+	}
+	dir := t.TempDir()
+	write := func(name, val string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(val), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	return write("key", v.AccessKeyID), write("secret", v.SecretAccessKey), write("token", v.SessionToken)
+}
+
+// TestLeastPrivilege: the documented policy is enough for every op, forbids
+// anything outside the prefix, and without s3:CreateBucket a missing bucket
+// gives an error naming that permission.
+func TestLeastPrivilege(t *testing.T) {
+	b := bucket(t, "dbcanary-it-least")
+	key, secret, token := restricted(t, leastPrivilege(b))
+	c := minioConfig(t, b)
+	c.AccessKeyIDFile, c.SecretAccessKeyFile, c.SessionTokenFile = key, secret, token
+	c.Sizes = []Size{4 * KiB, 8 * MiB}
+	p := newProbe(t, "least", c)
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"put_4KiB", "put_4KiB", "get_4KiB", "head_4KiB", "delete_4KiB", "put_8MiB", "get_8MiB", "head_8MiB", "delete_8MiB", "list"} {
+		mustRun(t, p, op)
+	}
+	// The same key may not touch anything outside dbcanary/.
+	restrictedClient, err := minio.New(s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), &minio.Options{
+		Creds: newCredentials(c), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restrictedClient.PutObject(context.Background(), b, "other/x", bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{}); minio.ToErrorResponse(err).Code != "AccessDenied" {
+		t.Fatalf("write outside the prefix: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, b)
+
+	missing := "dbcanary-it-missing"
+	_ = admin(t).RemoveBucket(context.Background(), missing)
+	key, secret, token = restricted(t, leastPrivilege(missing))
+	c = minioConfig(t, missing)
+	c.AccessKeyIDFile, c.SecretAccessKeyFile, c.SessionTokenFile = key, secret, token
+	p = newProbe(t, "least", c)
+	defer p.Close()
+	err = prepare(t, p)
+	if probes.CauseOf(err) != probes.CauseAuth || !strings.Contains(err.Error(), "missing permission s3:CreateBucket on arn:aws:s3:::"+missing) {
+		t.Fatalf("missing bucket without s3:CreateBucket: cause %q, %v", probes.CauseOf(err), err)
+	}
+	t.Logf("missing bucket: %v", err)
+	c.CreateBucket = false
+	p2 := newProbe(t, "least", c)
+	defer p2.Close()
+	if err := prepare(t, p2); err == nil || !strings.Contains(err.Error(), "create_bucket is false") {
+		t.Fatalf("missing bucket with create_bucket false: %v", err)
+	}
+	if ok, _ := admin(t).BucketExists(context.Background(), missing); ok {
+		t.Fatal("the restricted key created a bucket")
+	}
+}
+
+// TestOutageAndRecovery: stopping MinIO takes the target down with cause
+// refused while the engine keeps running; after a restart it comes back.
+func TestOutageAndRecovery(t *testing.T) {
+	b := bucket(t, "dbcanary-it-outage")
+	c := minioConfig(t, b)
+	h := enginetest.Start(t, fmt.Sprintf(`
+global: {instance_id: it-1, timeout: 3s, max_in_flight: 4}
+targets:
+  - name: outage
+    backend: s3
+    ops:
+      put_4KiB: {rate: 4}
+      get_4KiB: {rate: 4}
+    s3:
+      endpoint: %s
+      addressing: path
+      bucket: %s
+      sizes: [4KiB]
+      access_key_id_file: %s
+      secret_access_key_file: %s
+`, c.Endpoint, b, c.AccessKeyIDFile, c.SecretAccessKeyFile))
+	up := func() float64 { return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "outage"}) }
+	okGets := func() uint64 {
+		return h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "get_4KiB", "result": "ok"})
+	}
+	enginetest.WaitFor(t, 30*time.Second, "target up with successful gets", func() bool { return up() == 1 && okGets() >= 2 })
+	if err := stack.Stop("minio"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = stack.Restart("minio")
+		}
+	}()
+	enginetest.WaitFor(t, 30*time.Second, "target down", func() bool { return up() == 0 })
+	if n := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "outage", "cause": "refused"}); n == 0 {
+		t.Errorf("no refused failures while MinIO was stopped")
+	}
+	before := okGets()
+	if err := stack.Restart("minio"); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	enginetest.WaitFor(t, 60*time.Second, "target up again", func() bool { return up() == 1 && okGets() >= before+2 })
+	h.Engine.Stop()
+	assertEmpty(t, b)
+}
+
+// TestBandwidthLimitSeparatesFirstAndLastByte: behind a ~1 MB/s bandwidth
+// toxic, the 8 MiB object's time to last byte grows by seconds while the
+// 4 KiB object's time to first byte stays low.
+func TestBandwidthLimitSeparatesFirstAndLastByte(t *testing.T) {
+	b := bucket(t, "dbcanary-it-toxic")
+	tc := toxiproxy.NewClient(toxiEnv.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
+	name := "dbcanary_s3_it"
+	if old, err := tc.Proxy(name); err == nil {
+		_ = old.Delete()
+	}
+	proxy, err := tc.CreateProxy(name, "127.0.0.1:0", s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Delete()
+	if _, port, _ := net.SplitHostPort(proxy.Listen); port == "0" || port == "" {
+		t.Fatalf("proxy listens on %q", proxy.Listen)
+	}
+	c := minioConfig(t, b)
+	c.Endpoint = "http://" + proxy.Listen
+	c.Sizes = []Size{4 * KiB, 8 * MiB}
+	p := newProbe(t, "toxic", c)
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, p, "put_4KiB")
+	mustRun(t, p, "put_8MiB")
+	for o := range admin(t).ListObjects(context.Background(), b, minio.ListObjectsOptions{Recursive: true}) {
+		if strings.Contains(o.Key, "/8MiB/") && !strings.HasSuffix(o.ETag, "-2") {
+			t.Errorf("8 MiB object ETag %q: want a 2-part multipart upload (5 MiB threshold)", o.ETag)
+		}
+	}
+	base8 := phase(mustRun(t, p, "get_8MiB"), PhaseLastByte)
+	base4 := phase(mustRun(t, p, "get_4KiB"), PhaseFirstByte)
+
+	if _, err := proxy.AddToxic("bw", "bandwidth", "downstream", 1, toxiproxy.Attributes{"rate": 1024}); err != nil {
+		t.Fatal(err)
+	}
+	out8, err := run(t, p, "get_8MiB", 60*time.Second)
+	if err != nil {
+		t.Fatalf("get_8MiB behind the toxic: %v", err)
+	}
+	out4 := mustRun(t, p, "get_4KiB")
+	slow8, first8, first4 := phase(out8, PhaseLastByte), phase(out8, PhaseFirstByte), phase(out4, PhaseFirstByte)
+	t.Logf("8MiB last_byte %s -> %s (first_byte %s); 4KiB first_byte %s -> %s", base8, slow8, first8, base4, first4)
+	if slow8 < 4*time.Second || slow8 < 5*base8 {
+		t.Errorf("8 MiB time to last byte %s behind a 1 MB/s limit (was %s): want seconds", slow8, base8)
+	}
+	if first4 > time.Second || first4 > slow8/8 {
+		t.Errorf("4 KiB time to first byte %s behind the limit: want it low (8 MiB last byte took %s)", first4, slow8)
+	}
+	if err := proxy.RemoveToxic("bw"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, b)
+}
+
+// TestBucketDeletedIsRecreated: a bucket deleted behind the canary's back
+// gives not_found wrapping ErrNamespaceGone; Prepare then recreates it and
+// ops pass again without a not_found for the objects that went with it.
+func TestBucketDeletedIsRecreated(t *testing.T) {
+	b := bucket(t, "dbcanary-it-gone")
+	p := newProbe(t, "gone", minioConfig(t, b))
+	defer p.Close()
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, p, "put_4KiB")
+	removeAll(t, admin(t), b)
+	if err := admin(t).RemoveBucket(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, p, "put_4KiB", 10*time.Second)
+	if probes.CauseOf(err) != probes.CauseNotFound || !errors.Is(err, probes.ErrNamespaceGone) {
+		t.Fatalf("put into a deleted bucket: cause %q, %v", probes.CauseOf(err), err)
+	}
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, p, "get_4KiB")
+	mustRun(t, p, "head_4KiB")
+	mustRun(t, p, "list")
+}
