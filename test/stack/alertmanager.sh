@@ -38,7 +38,7 @@ start() {
   # Empty --cluster.listen-address: no gossip listener on 0.0.0.0:9094.
   nohup "$BIN" --config.file="$DIR/alertmanager.yml" --storage.path="$DIR/data" \
     --web.listen-address="127.0.0.1:$PORT" --cluster.listen-address= \
-    >"$DIR/alertmanager.log" 2>&1 &
+    >"$DIR/alertmanager.log" 2>&1 9>&- &
   echo $! > "$PIDFILE"
   wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE" || { tail -n 30 "$DIR/alertmanager.log" >&2; die "alertmanager: did not start"; }
   log "alertmanager: ready on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
@@ -49,9 +49,9 @@ status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
 env_() { echo "DBCANARY_TEST_ALERTMANAGER_URL=http://127.0.0.1:$PORT"; }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock alertmanager; install ;;
+  start) stack_lock alertmanager; start ;;
+  stop) stack_lock alertmanager; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

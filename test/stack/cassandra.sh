@@ -109,7 +109,7 @@ start() {
   log "cassandra: starting $VERSION on 127.0.0.1:$PORT"
   : > "$DIR/logs/system.log"
   nohup java "${args[@]}" -cp "$cp" org.apache.cassandra.service.CassandraDaemon \
-    > "$DIR/logs/stdout.log" 2>&1 < /dev/null &
+    > "$DIR/logs/stdout.log" 2>&1 < /dev/null 9>&- &
   echo $! > "$PIDFILE"
   if ! wait_port 127.0.0.1 "$PORT" 120 "$PIDFILE"; then
     tail -n 30 "$DIR/logs/system.log" "$DIR/logs/stdout.log" >&2 || true
@@ -138,9 +138,9 @@ env_() {
 }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock cassandra; install ;;
+  start) stack_lock cassandra; start ;;
+  stop) stack_lock cassandra; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

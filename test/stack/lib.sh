@@ -41,8 +41,19 @@ stop_pid() {
     if [ "$i" -ge $((secs * 5)) ]; then log "$name: still running after ${secs}s, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
     sleep 0.2
   done
-  rm -f "$pidfile"
+  # Remove the file only if it still names the process we stopped: a
+  # concurrent start may already have written a newer server's PID.
+  [ "$(cat "$pidfile" 2>/dev/null)" = "$pid" ] && rm -f "$pidfile"
   log "$name: stopped (pid $pid)"
+}
+
+# stack_lock NAME: serialise install/start/stop of one server across processes
+# (test packages and people may drive the same local server at once). The lock
+# is fd 9; start a server with 9>&- so it does not inherit and hold it.
+stack_lock() {
+  mkdir -p "$STACK_DIR/$1"
+  exec 9>"$STACK_DIR/$1/.lock"
+  flock -w 900 9 || die "$1: could not get $STACK_DIR/$1/.lock within 900s"
 }
 
 # need_root_apt PKG...: install Debian packages when missing.

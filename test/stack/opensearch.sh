@@ -95,7 +95,7 @@ start() {
   # Not -d: that returns before the JVM is up. Background it and keep the PID
   # (setpriv and the launcher script exec, so $! ends up being the JVM).
   OPENSEARCH_PATH_CONF=$DIR/config OPENSEARCH_JAVA_HOME=$(java_home) \
-    nohup "${run[@]}" "$HOME_DIR/bin/opensearch" >"$DIR/stdout.log" 2>&1 </dev/null &
+    nohup "${run[@]}" "$HOME_DIR/bin/opensearch" >"$DIR/stdout.log" 2>&1 </dev/null 9>&- &
   echo $! > "$PIDFILE"
   local i=0
   until curl -fsS -o /dev/null "$URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null; do
@@ -130,9 +130,9 @@ env_() {
 }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock opensearch; install ;;
+  start) stack_lock opensearch; start ;;
+  stop) stack_lock opensearch; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

@@ -38,7 +38,7 @@ start() {
   # classic _bucket series the generated rules read.
   nohup "$BIN" --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/data" \
     --web.listen-address="127.0.0.1:$PORT" --web.enable-lifecycle \
-    ${DBCANARY_PROMETHEUS_FLAGS:-} >"$DIR/prometheus.log" 2>&1 &
+    ${DBCANARY_PROMETHEUS_FLAGS:-} >"$DIR/prometheus.log" 2>&1 9>&- &
   echo $! > "$PIDFILE"
   wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE" || { tail -n 30 "$DIR/prometheus.log" >&2; die "prometheus: did not start"; }
   log "prometheus: ready on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
@@ -54,9 +54,9 @@ env_() {
 }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock prometheus; install ;;
+  start) stack_lock prometheus; start ;;
+  stop) stack_lock prometheus; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

@@ -50,7 +50,7 @@ start() {
   if port_open 127.0.0.1 "$PORT"; then die "rabbitmq: port $PORT is taken by another process (set DBCANARY_RABBITMQ_PORT)"; fi
   configure
   log "rabbitmq: starting on 127.0.0.1:$PORT"
-  "$SBIN/rabbitmq-server" -detached >/dev/null 2>&1
+  "$SBIN/rabbitmq-server" -detached >/dev/null 2>&1 9>&-
   if ! "$SBIN/rabbitmqctl" wait "$PIDFILE" --timeout 90 >/dev/null 2>&1 ||
      ! "$SBIN/rabbitmqctl" await_startup --timeout 90 >/dev/null 2>&1 ||
      ! wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE"; then
@@ -72,9 +72,9 @@ env_() {
 }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock rabbitmq; install ;;
+  start) stack_lock rabbitmq; start ;;
+  stop) stack_lock rabbitmq; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

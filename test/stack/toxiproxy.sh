@@ -22,7 +22,7 @@ start() {
   install
   if pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; then log "toxiproxy: already running"; return 0; fi
   mkdir -p "$DIR"
-  nohup "$BIN" -host 127.0.0.1 -port "$PORT" >"$DIR/toxiproxy.log" 2>&1 &
+  nohup "$BIN" -host 127.0.0.1 -port "$PORT" >"$DIR/toxiproxy.log" 2>&1 9>&- &
   echo $! > "$PIDFILE"
   wait_port 127.0.0.1 "$PORT" 20 "$PIDFILE" || { cat "$DIR/toxiproxy.log" >&2; die "toxiproxy: did not start"; }
   log "toxiproxy: ready on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
@@ -33,9 +33,9 @@ status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
 env_() { echo "DBCANARY_TEST_TOXIPROXY_ADDR=127.0.0.1:$PORT"; }
 
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  stop) stop ;;
+  install) stack_lock toxiproxy; install ;;
+  start) stack_lock toxiproxy; start ;;
+  stop) stack_lock toxiproxy; stop ;;
   status) status ;;
   env) env_ ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
