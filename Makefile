@@ -14,7 +14,7 @@ LDFLAGS := -s -w \
 STATICCHECK := $(DBCANARY_STACK_DIR)/bin/staticcheck-v0.8.2
 GOVULNCHECK := $(DBCANARY_STACK_DIR)/bin/govulncheck-v1.1.4
 # Backends the demo brings up (each has test/stack/<name>.sh).
-DEMO_BACKENDS ?= rabbitmq
+DEMO_BACKENDS ?= rabbitmq cassandra opensearch minio
 INTEGRATION_TIMEOUT ?= 40m
 
 
