@@ -179,7 +179,7 @@ func (p *Probe) httpError(what string, status int, body []byte) error {
 	case status == http.StatusUnauthorized:
 		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (check username and password)", msg))
 	case status == http.StatusForbidden:
-		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (the canary user needs the index permissions listed in docs/opensearch.md on %s*)", msg, p.prefix))
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (the canary user needs the index permissions listed in the README (OpenSearch probe) on %s*)", msg, p.prefix))
 	case status == http.StatusNotFound && eb.Error.Type == "index_not_found_exception":
 		return probes.Fail(probes.CauseNotFound, fmt.Errorf("%w: canary index deleted behind dbcanary's back, recreating it: %w", msg, probes.ErrNamespaceGone))
 	}

@@ -3,5 +3,5 @@
 // its own, reads them back by id and compares every field, runs the three pmc
 // query shapes (match_all, term, match_phrase) against a reference set whose
 // hits are known in advance, and measures how long a document takes to
-// become searchable (the refresh lag). See docs/opensearch.md.
+// become searchable (the refresh lag). See the README (OpenSearch probe).
 package opensearch

@@ -352,7 +352,7 @@ func TestWrongSecretIsAuth(t *testing.T) {
 	t.Logf("wrong secret: %v", err)
 }
 
-// leastPrivilege is the policy docs/s3.md tells operators to grant, for a
+// leastPrivilege is the policy the README (S3 probe) tells operators to grant, for a
 // bucket and the default prefix root dbcanary/.
 func leastPrivilege(bucket string) string {
 	return strings.NewReplacer("BUCKET", bucket).Replace(`{
