@@ -55,7 +55,7 @@ func (s SecretRef) Value() (string, error) {
 }
 
 func (s SecretRef) readFile() (string, error) {
-	b, err := os.ReadFile(s.File)
+	b, err := readBounded(s.File, maxSecretBytes)
 	if err != nil {
 		// The *PathError names the path and the OS reason, not the content.
 		return "", fmt.Errorf("cannot read secret file: %w", err)

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 )
 
 // TLSConfig is the TLS block shared by every backend section.
@@ -33,7 +32,7 @@ func (c *TLSConfig) Validate(prefix string) []error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, Invalid(prefix+"cert_file", "cert_file and key_file must be set together"))
 	} else if c.CertFile != "" {
-		if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+		if _, err := c.loadKeyPair(); err != nil {
 			errs = append(errs, Invalid(prefix+"cert_file", "cannot load client certificate: %v", err))
 		}
 	}
@@ -63,7 +62,7 @@ func (c *TLSConfig) Build(defaultServerName string) (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		cert, err := c.loadKeyPair()
 		if err != nil {
 			return nil, Fail(CauseTLS, fmt.Errorf("cannot load client certificate: %w", err))
 		}
@@ -72,8 +71,20 @@ func (c *TLSConfig) Build(defaultServerName string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+func (c *TLSConfig) loadKeyPair() (tls.Certificate, error) {
+	certPEM, err := readBounded(c.CertFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := readBounded(c.KeyFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
 func (c *TLSConfig) loadCA() (*x509.CertPool, error) {
-	pem, err := os.ReadFile(c.CAFile)
+	pem, err := readBounded(c.CAFile, maxPEMBytes)
 	if err != nil {
 		return nil, err
 	}

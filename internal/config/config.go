@@ -5,8 +5,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path"
@@ -77,6 +79,9 @@ type Op struct {
 	Phases  []string
 }
 
+// maxConfigBytes bounds the config file size.
+const maxConfigBytes = 16 << 20
+
 // MaxRate bounds an op's rate: dbcanary is a canary, not a load generator.
 const MaxRate = 10000
 
@@ -100,9 +105,18 @@ func (e Errors) Error() string {
 
 // LoadFile reads and validates a config file.
 func LoadFile(file string) (*Config, error) {
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	defer f.Close()
+	// Bounded: a config is kilobytes; a wrong path (a device, a FIFO) must not hang or exhaust memory.
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("cannot read config: %s is larger than %d MiB", file, maxConfigBytes>>20)
 	}
 	cfg, err := Parse(data)
 	if err != nil {
@@ -114,7 +128,15 @@ func LoadFile(file string) (*Config, error) {
 // Parse decodes, defaults and validates a config. On error it returns Errors.
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
+		return nil, Errors{fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))}
+	}
+	// A second document after "---" would otherwise be silently ignored.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Errors{fmt.Errorf("line %d: the config holds more than one YAML document (a second one starts here): merge them into one", extra.Line)}
+	} else if err != io.EOF {
 		return nil, Errors{fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))}
 	}
 	cfg := &Config{Global: DefaultGlobal}
@@ -231,6 +253,9 @@ type targetFields struct {
 func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 	p := fmt.Sprintf("targets[%d]", i)
 	var errs []error
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
 	if n.Kind != yaml.MappingNode {
 		return Target{}, []error{fmt.Errorf("%s: line %d: expected a mapping, got %s", p, n.Line, kindName(n))}
 	}

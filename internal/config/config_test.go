@@ -139,6 +139,12 @@ func TestBadConfigs(t *testing.T) {
 			"targets[0].name: line 3: duplicate key (first set on line 2)"}},
 		{"noop failure ratio", "targets:\n  - name: x\n    backend: noop\n    noop: {failure_ratio: 2}\n", []string{
 			"targets[0].noop.failure_ratio: must be between 0 and 1, got 2"}},
+		{"NaN failure ratio", "targets:\n  - name: x\n    backend: noop\n    noop: {failure_ratio: .nan}\n", []string{
+			"targets[0].noop.failure_ratio: must be between 0 and 1, got NaN"}},
+		{"two YAML documents", "targets: []\n---\ntargets: []\n", []string{
+			"line 2: the config holds more than one YAML document (a second one starts here): merge them into one"}},
+		{"port out of range", "targets:\n  - name: mq\n    backend: rabbitmq\n    rabbitmq:\n      url: amqp://127.0.0.1:99999/\n      password_file: testdata/password\n", []string{
+			"targets[0].rabbitmq.url: port must be between 1 and 65535, got 99999"}},
 	}
 	// The "password in URL" case is the third target so the index in the path is checked.
 	cases[16].yaml = "targets:\n  - name: a\n    backend: noop\n  - name: b\n    backend: noop\n" + strings.TrimPrefix(cases[16].yaml, "targets:\n")

@@ -183,6 +183,8 @@ func kindName(n *yaml.Node) string {
 		return "a list"
 	case yaml.ScalarNode:
 		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
 	}
 	return "something else"
 }

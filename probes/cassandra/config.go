@@ -250,6 +250,10 @@ func (s SizeRange) validate(field string) []error {
 }
 
 func checkHost(h string) error {
+	if strings.Contains(h, "@") {
+		// Never quote it: the part before @ may be user:password.
+		return fmt.Errorf("a host must not contain credentials (user@ or user:password@): use username and password_file")
+	}
 	host := h
 	if strings.Contains(h, ":") {
 		hp, port, err := net.SplitHostPort(h)

@@ -33,7 +33,7 @@ func (c *Config) Validate() []error {
 	if c.Delay < 0 {
 		errs = append(errs, probes.Invalid("delay", "must not be negative"))
 	}
-	if c.FailureRatio < 0 || c.FailureRatio > 1 {
+	if !(c.FailureRatio >= 0 && c.FailureRatio <= 1) { // also rejects NaN
 		errs = append(errs, probes.Invalid("failure_ratio", "must be between 0 and 1, got %g", c.FailureRatio))
 	}
 	if !validCause(probes.Cause(c.FailureCause)) {

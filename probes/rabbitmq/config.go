@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -68,6 +69,10 @@ func (c *Config) Validate() []error {
 			errs = append(errs, probes.Invalid("url", "must not contain a password: use password_file or password_env"))
 		} else if _, err := amqp.ParseURI(c.URL); err != nil {
 			errs = append(errs, probes.Invalid("url", "%v", err))
+		} else if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				errs = append(errs, probes.Invalid("url", "port must be between 1 and 65535, got %s", p))
+			}
 		}
 	}
 	errs = append(errs, probes.SecretRef{File: c.PasswordFile, Env: c.PasswordEnv}.Validate("password_file", "password_env", true)...)

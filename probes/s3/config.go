@@ -116,7 +116,7 @@ func ParseSize(text string) (Size, error) {
 // UnmarshalYAML accepts "4KiB" and 4096.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: a size must be a scalar such as 4KiB", n.Line)
+		return fmt.Errorf("a size must be a scalar such as 4KiB") // the loader adds the path and line
 	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
