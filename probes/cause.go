@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -109,6 +111,24 @@ func Classify(err error) Cause {
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return CauseTimeout
+	}
+	var xmlErr *xml.SyntaxError
+	if errors.As(err, &xmlErr) {
+		return CauseServer
+	}
+	// Client libraries flatten some standard-library errors into text.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"),
+		strings.Contains(msg, "first record does not look like a TLS handshake"):
+		return CauseTLS
+	case strings.Contains(msg, "malformed HTTP"), strings.Contains(msg, "server response headers exceeded"),
+		strings.Contains(msg, "XML syntax error"), strings.Contains(msg, "unexpected EOF reading trailer"),
+		strings.Contains(msg, "invalid character") && strings.Contains(msg, "looking for beginning of value"):
+		return CauseServer
+	case strings.Contains(msg, "Connection closed by foreign host"), strings.Contains(msg, "connection reset by peer"),
+		strings.Contains(msg, "broken pipe"), strings.Contains(msg, "server closed idle connection"):
+		return CauseRefused
 	}
 	return CauseOther
 }

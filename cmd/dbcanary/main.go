@@ -96,7 +96,11 @@ func newLogger(g *globalFlags, w io.Writer) (*slog.Logger, error) {
 	if err := fmtr.Set(g.logFormat); err != nil {
 		return nil, fmt.Errorf("--log.format: %w", err)
 	}
-	return promslog.New(&promslog.Config{Level: lvl, Format: fmtr, Writer: w}), nil
+	logger := promslog.New(&promslog.Config{Level: lvl, Format: fmtr, Writer: w})
+	// Libraries that log through the standard log package (net/http's
+	// "Unsolicited response ...") then go through the same handler and format.
+	slog.SetDefault(logger)
+	return logger, nil
 }
 
 // loadConfig loads the config file and prints every error, one per line.

@@ -36,6 +36,11 @@ func BenchmarkOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
+	pctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Prepare(pctx); err != nil { // creates the keyspace the bare loop uses too
+		b.Fatal(err)
+	}
 	bare := newBareLoop(b)
 	ops := []string{"insert", "read", "read", "read", "read"}
 	ctx := context.Background()

@@ -57,6 +57,11 @@ func causeOf(err error) probes.Cause {
 	case strings.Contains(msg, "connection refused"), strings.Contains(msg, "connection reset"),
 		strings.Contains(msg, "no connections were made"), strings.Contains(msg, "EOF"):
 		return probes.CauseRefused
+	case strings.Contains(msg, "CQL frame"), strings.Contains(msg, "CQL v3-v5"),
+		strings.Contains(msg, "protocol error"), strings.Contains(msg, "unexpected"),
+		strings.Contains(msg, "unknown op"), strings.Contains(msg, "invalid"):
+		// The frame guard's errors, and the driver's own for answers it cannot parse.
+		return probes.CauseServer
 	}
 	return probes.CauseOther
 }

@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -66,14 +67,16 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 		}
 		cl.Authenticator = gocql.PasswordAuthenticator{Username: p.cfg.Username, Password: password}
 	}
+	var tc *tls.Config
 	if p.cfg.TLS.Configured() {
 		// An empty server name lets the driver check each node's own address.
-		tc, err := p.cfg.TLS.Build("")
-		if err != nil {
+		var err error
+		if tc, err = p.cfg.TLS.Build(""); err != nil {
 			return nil, err
 		}
-		cl.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !p.cfg.TLS.InsecureSkipVerify}
 	}
+	cl.HostDialer = newGuardedDialer(cl.ConnectTimeout, tc)
+	cl.ProtoVersion = 4 // the frame guard parses v4 frames; every Cassandra since 2.2 speaks v4
 	s, err := cl.CreateSession()
 	if err != nil {
 		return nil, p.classify("connect", err)

@@ -24,13 +24,14 @@ import (
 // another node, dead-node resurrection and request timeouts. It does no I/O.
 func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, error) {
 	tr := &http.Transport{
-		Proxy:                 nil, // a canary measures the store, not a proxy picked up from the environment
-		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   cfg.ConnectTimeout,
-		ResponseHeaderTimeout: cfg.RequestTimeout,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     false,
+		Proxy:                  nil, // a canary measures the store, not a proxy picked up from the environment
+		DialContext:            (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:    cfg.ConnectTimeout,
+		ResponseHeaderTimeout:  cfg.RequestTimeout,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      false,
+		MaxResponseHeaderBytes: 1 << 20, // a broken server's huge header must not cost the canary memory
 	}
 	if cfg.TLS.Configured() || hasHTTPS(cfg.Addresses) {
 		// An empty server name lets crypto/tls check each node's own host name.

@@ -159,13 +159,19 @@ func (p *Probe) putDoc(ctx context.Context, index string, d Document, out *probe
 	var res struct {
 		Result string `json:"result"`
 	}
-	_, err := p.call(ctx, request{
+	status, err := p.call(ctx, request{
 		what:   "index document " + d.ID,
 		method: http.MethodPut,
 		path:   "/" + url.PathEscape(writeAlias(index)) + "/_create/" + url.PathEscape(d.ID),
 		query:  url.Values{"require_alias": {"true"}},
 		body:   mustJSON(d),
 	}, out, &res, http.StatusCreated)
+	if status == http.StatusConflict {
+		// Ids are unique per instance, so a conflict means the transport retried
+		// (after a connection reset) a create whose first attempt was applied:
+		// the document must be there, and be what was written.
+		return p.confirmStored(ctx, index, d, out)
+	}
 	if err != nil {
 		return err
 	}
@@ -237,7 +243,9 @@ func (p *Probe) bulkRequest(ctx context.Context, what string, body []byte, refre
 				Status int             `json:"status"`
 				Error  json.RawMessage `json:"error"`
 			}
-			if json.Unmarshal(raw, &item) != nil || item.Status < 300 {
+			// 409: a create retried by the transport after its first attempt was
+			// applied (ids are unique per instance); the get op verifies content.
+			if json.Unmarshal(raw, &item) != nil || item.Status < 300 || item.Status == http.StatusConflict {
 				continue
 			}
 			failed++
@@ -408,6 +416,29 @@ func (p *Probe) get(ctx context.Context, index string, out *probes.Outcome) erro
 		if isRef {
 			p.heal(ctx, s)
 		}
+		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s: %v", p.target, what, err))
+	}
+	return nil
+}
+
+// confirmStored reads a document back after a create conflict and checks it
+// is the one this canary wrote.
+func (p *Probe) confirmStored(ctx context.Context, index string, d Document, out *probes.Outcome) error {
+	what := "confirm document " + d.ID + " after a create conflict"
+	var res struct {
+		Found  bool            `json:"found"`
+		Source json.RawMessage `json:"_source"`
+	}
+	if _, err := p.call(ctx, request{what: what, method: http.MethodGet, path: "/" + url.PathEscape(index) + "/_doc/" + url.PathEscape(d.ID)}, out, &res, http.StatusOK); err != nil {
+		return err
+	}
+	got, err := decodeDocument(res.Source)
+	if err == nil {
+		if df := diff(d, got); df != "" {
+			err = fmt.Errorf("a document with this canary's id holds other content: %s", df)
+		}
+	}
+	if err != nil {
 		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s: %v", p.target, what, err))
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -451,6 +452,17 @@ func (p *Probe) classify(what string, err error) error {
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
+		case amqp.FrameError:
+			// amqp091 reports socket failures during the handshake as 501 with the
+			// socket error's text as the reason: classify by that text.
+			r := strings.ToLower(ae.Reason)
+			switch {
+			case strings.Contains(r, "timeout"):
+				return probes.Fail(probes.CauseTimeout, wrapped)
+			case strings.Contains(r, "reset"), strings.Contains(r, "eof"), strings.Contains(r, "broken pipe"), strings.Contains(r, "refused"):
+				return probes.Fail(probes.CauseRefused, wrapped)
+			}
+			return probes.Fail(probes.CauseServer, wrapped)
 		case amqp.AccessRefused, amqp.NotAllowed:
 			return probes.Fail(probes.CauseAuth, wrapped)
 		case amqp.NotFound:

@@ -76,7 +76,8 @@ func New(t probes.Target) (*Probe, error) {
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ExpectContinueTimeout: time.Second,
 		// Bodies are compared byte for byte and timed: no transparent gzip.
-		DisableCompression: true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20, // a broken server's huge header must not cost the canary memory
 	}
 	if secure {
 		tc, err := cfg.TLS.Build("")

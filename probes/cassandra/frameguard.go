@@ -1,0 +1,98 @@
+package cassandra
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// maxFrameBytes bounds a CQL frame body. The driver allocates whatever length
+// a frame header claims (up to 256 MiB) before reading it, so a broken or
+// hostile server could make the canary allocate 256 MiB per response; the
+// canary's own rows are at most a few hundred KiB and schema metadata a few MiB.
+const maxFrameBytes = 32 << 20
+
+// guardedDialer dials like the driver's default dialer (TCP, then TLS when
+// configured) and wraps the connection in a frameGuard. The cluster is pinned
+// to protocol v4, whose frames the guard parses (v5 adds a segment layer).
+type guardedDialer struct {
+	dialer net.Dialer
+	tls    *tls.Config
+}
+
+func (d *guardedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	if host.ConnectAddress() == nil || host.Port() == 0 {
+		return nil, fmt.Errorf("host %s has no address to connect to", host.HostnameAndPort())
+	}
+	conn, err := d.dialer.DialContext(ctx, "tcp", host.ConnectAddressAndPort())
+	if err != nil {
+		return nil, err
+	}
+	dh, err := gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), d.tls)
+	if err != nil {
+		return nil, probes.Fail(probes.CauseTLS, err)
+	}
+	dh.Conn = &frameGuard{Conn: dh.Conn}
+	dh.DisableCoalesce = true // the wrapper is not a *net.TCPConn: no writev
+	return dh, nil
+}
+
+func newGuardedDialer(connectTimeout time.Duration, tc *tls.Config) *guardedDialer {
+	return &guardedDialer{dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}, tls: tc}
+}
+
+// frameGuard follows the v3/v4 frame boundaries of what it reads (a 9-byte
+// header whose last 4 bytes are the body length, then the body) and fails the
+// read, closing the connection, when a header claims more than maxFrameBytes
+// or is not a CQL v3-v5 header at all.
+type frameGuard struct {
+	net.Conn
+	hdr  [9]byte
+	nhdr int
+	body int64 // body bytes still to pass
+}
+
+func (g *frameGuard) Read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if n > 0 {
+		if verr := g.scan(p[:n]); verr != nil {
+			_ = g.Conn.Close()
+			return 0, verr
+		}
+	}
+	return n, err
+}
+
+func (g *frameGuard) scan(b []byte) error {
+	for len(b) > 0 {
+		if g.body > 0 {
+			k := min(int64(len(b)), g.body)
+			g.body -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(g.hdr[g.nhdr:], b)
+		g.nhdr += k
+		b = b[k:]
+		if g.nhdr < len(g.hdr) {
+			return nil
+		}
+		g.nhdr = 0
+		if v := g.hdr[0] & 0x7f; v < 3 || v > 5 {
+			return probes.Fail(probes.CauseServer, fmt.Errorf("the server sent something that is not a CQL v3-v5 frame (version byte 0x%02x)", g.hdr[0]))
+		}
+		length := binary.BigEndian.Uint32(g.hdr[5:9])
+		if length > maxFrameBytes {
+			return probes.Fail(probes.CauseServer, fmt.Errorf("the server sent a CQL frame claiming a %d MiB body (limit %d MiB)", length>>20, maxFrameBytes>>20))
+		}
+		g.body = int64(length)
+	}
+	return nil
+}
