@@ -13,13 +13,15 @@ LDFLAGS := -s -w \
   -X github.com/prometheus/common/version.BuildUser=make
 STATICCHECK := $(DBCANARY_STACK_DIR)/bin/staticcheck-v0.8.2
 GOVULNCHECK := $(DBCANARY_STACK_DIR)/bin/govulncheck-v1.1.4
+FUZZTIME ?= 30s
+SOAK_DURATION ?= 30m
 # Backends the demo brings up (each has test/stack/<name>.sh).
 DEMO_BACKENDS ?= rabbitmq cassandra opensearch minio
 INTEGRATION_TIMEOUT ?= 40m
 
 
 .PHONY: chart-rules
-.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz
+.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak vulncheck
 
 all: build
 
@@ -32,8 +34,8 @@ deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s install || exit 1; done
 
-## test: every test: lint, unit tests (race detector), integration tests against real servers
-test: lint unit integration
+## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
+test: lint unit fuzz integration
 
 lint: $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -49,6 +51,18 @@ $(STATICCHECK):
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+## fuzz: fuzz the config loader for $(FUZZTIME) (part of make test)
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./internal/config/
+
+## soak: every backend through toxiproxy with injected faults for $(SOAK_DURATION) (not in make test)
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) run ./test/soak
+
+## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
+vulncheck:
+	bash $(STACK)/govulncheck.sh run ./...
 
 ## integration: tests against real Cassandra, OpenSearch, RabbitMQ, MinIO (started on 127.0.0.1 as needed)
 integration:
