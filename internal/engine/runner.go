@@ -148,8 +148,17 @@ func (r *runner) stop(grace time.Duration) {
 		<-done
 	}
 	r.cancelOps()
-	if err := r.probe.Close(); err != nil {
-		r.logger.Debug("closing probe", "err", err)
+	// A client library stuck in its own reconnect loop must not hang shutdown
+	// or a reload: Close gets the grace period too, then is abandoned.
+	closed := make(chan error, 1)
+	go func() { closed <- r.probe.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			r.logger.Warn("closing probe", "err", err)
+		}
+	case <-time.After(max(grace, time.Second)):
+		r.logger.Warn("probe did not close within the grace period; abandoned", "grace", grace)
 	}
 }
 

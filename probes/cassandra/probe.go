@@ -151,12 +151,25 @@ func (p *Probe) resetWritten() {
 // Close implements probes.Probe.
 func (p *Probe) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sess != nil {
-		p.sess.Close()
-		p.sess = nil
-	}
+	sess := p.sess
+	p.sess = nil
 	p.nextDial = time.Now().Add(time.Hour) // a closed probe does not reconnect
 	p.dialErr = probes.Fail(probes.CauseOther, errors.New("cassandra: probe closed"))
-	return nil
+	p.mu.Unlock()
+	if sess == nil {
+		return nil
+	}
+	// gocql's Session.Close can block forever when the control connection is
+	// stuck reconnecting (apache/cassandra-gocql-driver #1687, #1752): bound it.
+	done := make(chan struct{})
+	go func() { sess.Close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(closeTimeout):
+		return fmt.Errorf("cassandra %s: session did not close within %s (driver stuck reconnecting); abandoned", p.hostList, closeTimeout)
+	}
 }
+
+// closeTimeout bounds Close.
+const closeTimeout = 5 * time.Second

@@ -23,6 +23,9 @@ import (
 // newClient builds the opensearch-go client: its transport gives retries on
 // another node, dead-node resurrection and request timeouts. It does no I/O.
 func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, error) {
+	// Retries go to another node: with a single address a retry would only
+	// hit the same unreachable node again (three dials per op during an outage).
+	retries := min(cfg.MaxRetries, len(cfg.Addresses)-1)
 	tr := &http.Transport{
 		Proxy:                  nil, // a canary measures the store, not a proxy picked up from the environment
 		DialContext:            (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
@@ -46,8 +49,8 @@ func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, er
 		Addresses:                  cfg.Addresses,
 		Transport:                  tr,
 		RequestTimeout:             cfg.RequestTimeout,
-		MaxRetries:                 cfg.MaxRetries,
-		DisableRetry:               cfg.MaxRetries == 0,
+		MaxRetries:                 retries,
+		DisableRetry:               retries == 0,
 		DiscoverNodesOnStart:       &off, // probe exactly the configured nodes
 		HealthCheckRequestModifier: auth, // resurrecting a dead node needs credentials too
 	}})

@@ -156,6 +156,11 @@ func (p *Probe) publish(ctx context.Context, out *probes.Outcome) error {
 	}
 	if !ack {
 		p.forget(seq)
+		if ch.IsClosed() {
+			// amqp091 resolves pending confirms as not acked when the channel
+			// closes: that is a lost connection, not a broker's nack.
+			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed message seq %d", p.dialURL, seq))
+		}
 		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked message seq %d on queue %s", seq, p.queue))
 	}
 	out.BytesSent = int64(len(body))
@@ -462,7 +467,12 @@ func (p *Probe) classify(what string, err error) error {
 			case strings.Contains(r, "reset"), strings.Contains(r, "eof"), strings.Contains(r, "broken pipe"), strings.Contains(r, "refused"):
 				return probes.Fail(probes.CauseRefused, wrapped)
 			}
+			if !ae.Server {
+				return probes.Fail(probes.CauseRefused, wrapped) // a client-side socket failure
+			}
 			return probes.Fail(probes.CauseServer, wrapped)
+		case amqp.ConnectionForced:
+			return probes.Fail(probes.CauseRefused, wrapped) // the broker is shutting down
 		case amqp.AccessRefused, amqp.NotAllowed:
 			return probes.Fail(probes.CauseAuth, wrapped)
 		case amqp.NotFound:
