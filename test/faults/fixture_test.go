@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/metrics"
@@ -181,13 +180,6 @@ func startEngine(t *testing.T, yaml string) *enginetest.Harness {
 		}
 	})
 	return &enginetest.Harness{Registry: reg, Metrics: m, Engine: e, Config: cfg}
-}
-
-func cfgBackend(cfg *config.Config) string {
-	if len(cfg.Targets) == 0 {
-		return "-"
-	}
-	return cfg.Targets[0].Backend
 }
 
 // probe reads one target's metrics.
