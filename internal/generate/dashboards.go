@@ -213,9 +213,15 @@ func overview(d *boardData) grafana.Dashboard {
 				fmt.Sprintf("The canary's p99 over 5m divided by the documented p99 of the same op (measured under benchmark load). Lines: warning at %gx, critical at %gx (factors in the baseline file).", f.Warning, f.Critical),
 				"suffix:x", steps("orange", f.Warning, "red", f.Critical), qs...))
 		}
-		bd.add(timeseries(be.Title+" p50 / p99 latency", "Latency from each op's intended start (open loop), successful ops. The baseline lines are the documented p99 ceilings of the same ops.", "s", steps(),
-			query{m(RecLatencyQuantile, be.Name, `quantile=~"0.5|0.99"`), "{{target}} {{op}} p{{quantile}}"},
-			query{fmt.Sprintf(`%s{backend="%s",use="alert"} and on (backend, op) group by (backend, op) (%s)`, RecLatencyBaseline, be.Name, m(RecLatencyQuantile, be.Name)), "baseline {{op}} p99"}))
+		latency := []query{{m(RecLatencyQuantile, be.Name, `quantile=~"0.5|0.99"`), "{{target}} {{op}} p{{quantile}}"}}
+		desc := "Latency from each op's intended start (open loop), successful ops."
+		if d.hasAlertFigure(be.Name, false) {
+			// Only backends with op-latency figures get baseline lines here; phase
+			// figures (S3 first/last byte) are on the p99 / baseline panel.
+			latency = append(latency, query{fmt.Sprintf(`%s{backend="%s",use="alert"} and on (backend, op) group by (backend, op) (%s)`, RecLatencyBaseline, be.Name, m(RecLatencyQuantile, be.Name)), "baseline {{op}} p99"})
+			desc += " The baseline lines are the documented p99 ceilings of the same ops."
+		}
+		bd.add(timeseries(be.Title+" p50 / p99 latency", desc, "s", steps(), latency...))
 		bd.add(timeseries(be.Title+" throughput", "Ops per second by op and result, over 5m. The canary's rate is its config's, far below the benchmarks' (see the backend board).", "ops", steps(),
 			query{m(RecOpsRate, be.Name), "{{target}} {{op}} {{result}}"}))
 	}
