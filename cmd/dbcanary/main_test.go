@@ -257,10 +257,10 @@ basic_auth_users:
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("wrong password: %d, want 401", resp.StatusCode)
 	}
-	if _, err := http.Get("http://" + strings.TrimPrefix(base, "https://") + "/metrics"); err == nil {
-		// Plain HTTP to a TLS port gets a 400 from Go's server, never the metrics.
-		resp, _ := http.Get("http://" + strings.TrimPrefix(base, "https://") + "/metrics")
-		if resp != nil && resp.StatusCode == 200 {
+	// Plain HTTP to a TLS port gets a 400 from Go's server, never the metrics.
+	if resp, err := http.Get("http://" + strings.TrimPrefix(base, "https://") + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
 			t.Error("metrics served over plain HTTP")
 		}
 	}

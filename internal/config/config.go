@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -315,7 +316,7 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 	if t.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("%s.max_in_flight: must be at least 1, got %d", p, t.MaxInFlight))
 	}
-	for _, k := range sortedKeys(t.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
 		switch {
 		case !labelNameRE.MatchString(k) || strings.HasPrefix(k, "__"):
 			errs = append(errs, fmt.Errorf("%s.labels.%s: not a valid Prometheus label name", p, k))
@@ -372,7 +373,7 @@ func resolveOps(p string, t Target, specs []probes.OpSpec) ([]Op, []error) {
 	for i, s := range specs {
 		known[i] = s.Name
 	}
-	for _, key := range sortedKeys(t.Ops) {
+	for _, key := range slices.Sorted(maps.Keys(t.Ops)) {
 		oc := t.Ops[key]
 		kp := fmt.Sprintf("%s.ops.%s", p, key)
 		matched := false
@@ -444,13 +445,4 @@ func lookupOp(m map[string]OpConfig, name string) (OpConfig, bool) {
 		}
 	}
 	return m[best], found
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

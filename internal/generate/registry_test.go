@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"slices"
 	"sort"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestTableMatchesProbes(t *testing.T) {
 				continue
 			}
 			for _, ph := range op.Phases {
-				if !contains(phases, ph) {
+				if !slices.Contains(phases, ph) {
 					t.Errorf("%s/%s: the generator has phase %q, the probe declares %v", b.Name, op.Name, ph, phases)
 				}
 			}
@@ -56,13 +57,4 @@ func TestTableMatchesProbes(t *testing.T) {
 			t.Errorf("registered backend %q has no rules or boards", name)
 		}
 	}
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -301,9 +301,14 @@ func (f *RuleFile) Marshal(opt Options) ([]byte, error) {
 	if opt.TimeScale != 1 {
 		fmt.Fprintf(&buf, "# TEST COPY: every for:, window and offset scaled by %g.\n", opt.TimeScale)
 	}
-	enc := yaml.NewEncoder(&buf)
+	return appendYAML(&buf, f)
+}
+
+// appendYAML encodes v (two-space indent) after the header already in buf.
+func appendYAML(buf *bytes.Buffer, v any) ([]byte, error) {
+	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {

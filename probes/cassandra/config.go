@@ -2,10 +2,10 @@ package cassandra
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -189,7 +189,7 @@ func (c *Config) Validate() []error {
 	default:
 		errs = append(errs, probes.Invalid("profile", "must be %s or %s, got %q", ProfileMixed, ProfileYCSBA, c.Profile))
 	}
-	for _, op := range sortedKeys(c.Consistency) {
+	for _, op := range slices.Sorted(maps.Keys(c.Consistency)) {
 		if !slices.Contains(ops, op) {
 			errs = append(errs, probes.Invalid("consistency."+op, "unknown op for profile %s (ops: %s)", c.Profile, strings.Join(ops, ", ")))
 		}
@@ -214,7 +214,7 @@ func (r *Replication) validate() []error {
 		if len(r.Datacenters) == 0 {
 			errs = append(errs, probes.Invalid("replication.datacenters", "missing: NetworkTopologyStrategy needs a replication factor per data centre, e.g. {dc1: 3}"))
 		}
-		for _, dc := range sortedKeys(r.Datacenters) {
+		for _, dc := range slices.Sorted(maps.Keys(r.Datacenters)) {
 			if !dcRE.MatchString(dc) {
 				errs = append(errs, probes.Invalid("replication.datacenters", "%q is not a data centre name", dc))
 			}
@@ -235,7 +235,7 @@ func (r *Replication) cql() string {
 	}
 	var b strings.Builder
 	b.WriteString("{'class': 'NetworkTopologyStrategy'")
-	for _, dc := range sortedKeys(r.Datacenters) {
+	for _, dc := range slices.Sorted(maps.Keys(r.Datacenters)) {
 		fmt.Fprintf(&b, ", '%s': %d", dc, r.Datacenters[dc])
 	}
 	b.WriteString("}")
@@ -317,13 +317,4 @@ func (c *Config) Ops() []probes.OpSpec {
 		{Name: OpRead, DefaultRate: 0.8, Help: "read a row this instance inserted recently and compare both blobs byte for byte"},
 		{Name: OpReadMiss, DefaultRate: 0, Help: "read a key never written (expects no row): the missing half of a half-miss read mix"},
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -126,7 +127,7 @@ func TestPublishConsumeFillHistograms(t *testing.T) {
 	if len(added) > 1 || (len(added) == 1 && added[0] != "dbcanary.mq-basic.inst-a") {
 		t.Errorf("queues added: %v", added)
 	}
-	if !contains(after, "dbcanary.mq-basic.inst-a") {
+	if !slices.Contains(after, "dbcanary.mq-basic.inst-a") {
 		t.Errorf("canary queue missing: %v", after)
 	}
 }
@@ -289,18 +290,9 @@ func TestBrokerOutageAndRecovery(t *testing.T) {
 func diff(a, b []string) []string {
 	var out []string
 	for _, x := range a {
-		if !contains(b, x) {
+		if !slices.Contains(b, x) {
 			out = append(out, x)
 		}
 	}
 	return out
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
