@@ -22,7 +22,8 @@ const (
 	CauseRefused  Cause = "refused"   // connection refused or reset: nothing listening, or it hung up
 	CauseDNS      Cause = "dns"       // the host name did not resolve
 	CauseTLS      Cause = "tls"       // handshake or certificate verification failed
-	CauseAuth     Cause = "auth"      // credentials or permissions rejected
+	CauseAuth     Cause = "auth"      // credentials rejected (wrong user or password, expired key)
+	CauseSetup    Cause = "setup"     // the canary cannot use its namespace: missing bucket/index/keyspace or a missing grant/permission
 	CauseNotFound Cause = "not_found" // what the canary wrote is gone (before its TTL)
 	CauseMismatch Cause = "mismatch"  // what was read back differs from what was written
 	CauseLost     Cause = "lost"      // a message was never delivered within its bound
@@ -33,7 +34,7 @@ const (
 
 // Causes lists every cause, in a stable order (metrics pre-create a series for each).
 var Causes = []Cause{
-	CauseTimeout, CauseRefused, CauseDNS, CauseTLS, CauseAuth, CauseNotFound,
+	CauseTimeout, CauseRefused, CauseDNS, CauseTLS, CauseAuth, CauseSetup, CauseNotFound,
 	CauseMismatch, CauseLost, CauseServer, CauseBacklog, CauseOther,
 }
 
@@ -42,6 +43,11 @@ var Causes = []Cause{
 func (c Cause) DataCause() bool {
 	return c == CauseMismatch || c == CauseNotFound || c == CauseLost
 }
+
+// ConfigCause reports whether a cause is a setup mistake an operator fixes in
+// configuration or grants (credentials, missing bucket, missing permission):
+// the target is down, and it pages as a configuration problem, never as data loss.
+func (c Cause) ConfigCause() bool { return c == CauseAuth || c == CauseSetup }
 
 // Error is an op failure with its classified cause.
 type Error struct {

@@ -109,6 +109,10 @@ type Target struct {
 	// queue name, key, document id and object prefix they create so that
 	// instances probing the same store never see each other's data.
 	InstanceID string
+	// Ephemeral is set for one-shot runs (`dbcanary once`, `dbcanary bench`):
+	// InstanceID is then unique to this run, and Close removes everything the
+	// probe created (queue, objects) instead of leaving it for a next run.
+	Ephemeral bool
 	// Config is the backend's validated section, of the type NewConfig returned.
 	Config Config
 	Logger *slog.Logger
