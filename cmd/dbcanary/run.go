@@ -174,7 +174,9 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			rows := engine.RunOnce(ctx, cfg, logger)
+			instance := engine.EphemeralInstanceID(cfg.Global.InstanceID, "once")
+			fmt.Fprintf(stderr, "once: instance id %s (a namespace of its own, removed at exit; the daemon's canary data is never touched)\n", instance)
+			rows := engine.RunOnce(ctx, cfg, instance, logger)
 			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TARGET\tBACKEND\tOP\tRESULT\tLATENCY\tCAUSE\tDETAIL")
 			failed := 0

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +25,14 @@ type Engine struct {
 	logger *slog.Logger
 	grace  time.Duration
 
-	mu      sync.Mutex
-	runners map[string]*runner
-	prints  map[string]string // target name -> fingerprint of its config
-	cfg     *config.Config
+	observer Observer
+
+	// applyMu serialises Apply and Stop, which may wait out grace periods.
+	// Nothing a scrape or the status page calls takes it.
+	applyMu sync.Mutex
+	runners map[string]*runner // guarded by applyMu
+	prints  map[string]string  // target name -> fingerprint of its config; guarded by applyMu
+	cfg     atomic.Pointer[config.Config]
 }
 
 // New returns an idle engine; Apply starts targets. grace bounds how long
@@ -45,8 +50,8 @@ func New(m *metrics.Metrics, reg prometheus.Registerer, logger *slog.Logger, gra
 // error is returned (the old config keeps running). Unchanged targets keep
 // running undisturbed, their counters intact.
 func (e *Engine) Apply(cfg *config.Config) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
 	want := map[string]config.Target{}
 	prints := map[string]string{}
 	for _, t := range cfg.Targets {
@@ -62,7 +67,7 @@ func (e *Engine) Apply(cfg *config.Config) error {
 		if old, ok := e.prints[name]; ok && old == prints[name] {
 			continue
 		}
-		r, err := newRunner(t, cfg.Global.InstanceID, e.logger)
+		r, err := newRunner(t, cfg.Global.InstanceID, false, e.logger)
 		if err != nil {
 			for _, f := range fresh {
 				_ = f.probe.Close()
@@ -86,6 +91,9 @@ func (e *Engine) Apply(cfg *config.Config) error {
 			r.stop(e.grace)
 			e.m.DeleteTarget(name)
 			if !keep {
+				if e.observer != nil {
+					e.observer.TargetStopped(name)
+				}
 				e.logger.Info("target removed", "target", name)
 			}
 		}()
@@ -93,20 +101,28 @@ func (e *Engine) Apply(cfg *config.Config) error {
 	wg.Wait()
 	for name, r := range fresh {
 		r.attachMetrics(e.m)
+		r.observer = e.observer
+		if e.observer != nil {
+			ns := ""
+			if n, ok := r.probe.(Namespacer); ok {
+				ns = n.Namespace()
+			}
+			e.observer.TargetStarted(name, r.target.Backend, opNames(r), ns)
+		}
 		e.runners[name] = r
 		r.start()
 		e.logger.Info("target started", "target", name, "backend", r.target.Backend, "ops", opNames(r))
 	}
 	e.prints = prints
-	e.cfg = cfg
+	e.cfg.Store(cfg)
 	e.m.Targets.Set(float64(len(e.runners)))
 	return nil
 }
 
 // Stop stops every target.
 func (e *Engine) Stop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
 	var wg sync.WaitGroup
 	for name, r := range e.runners {
 		wg.Add(1)
@@ -119,12 +135,27 @@ func (e *Engine) Stop() {
 // attachMetrics resolves the runner's series; done after the replaced runner's
 // series were deleted, so a restarted target starts from clean series.
 func (r *runner) attachMetrics(m *metrics.Metrics) {
+	var scheduled float64
+	for _, s := range r.ops {
+		if !s.op.Async {
+			scheduled += s.op.Rate
+		}
+	}
 	for _, s := range r.ops {
 		s.obs = m.ForOp(r.target.Name, r.target.Backend, s.op.Name, s.op.Phases)
+		// An event-driven op (a consumed message) expects one sample per
+		// scheduled op of its target (each publish).
+		rate := s.op.Rate
+		if s.op.Async {
+			rate = scheduled
+		}
+		m.ExpectedRate.WithLabelValues(r.target.Name, r.target.Backend, s.op.Name).Set(rate)
 	}
 	r.inFlight = m.InFlight.WithLabelValues(r.target.Name, r.target.Backend)
 	r.up = m.Up.WithLabelValues(r.target.Name, r.target.Backend)
+	r.misconfigured = m.Misconfigured.WithLabelValues(r.target.Name, r.target.Backend)
 	r.up.Set(0)
+	r.misconfigured.Set(0)
 }
 
 func opNames(r *runner) []string {
@@ -159,9 +190,7 @@ type targetInfo struct{ e *Engine }
 func (ti *targetInfo) Describe(chan<- *prometheus.Desc) {} // unchecked: labels follow the config
 
 func (ti *targetInfo) Collect(ch chan<- prometheus.Metric) {
-	ti.e.mu.Lock()
-	cfg := ti.e.cfg
-	ti.e.mu.Unlock()
+	cfg := ti.e.cfg.Load() // never the apply lock: a reload must not stall a scrape
 	if cfg == nil {
 		return
 	}

@@ -142,12 +142,16 @@ func TestSlowWindowEveryOpCounts(t *testing.T) {
 	}
 }
 
-// TestBacklogAndInFlightBound: with one slot and ops slower than the
-// schedule, excess runs fail with cause backlog and concurrency never exceeds the bound.
+// TestBacklogAndInFlightBound: with two slots and ops slower than the
+// schedule, excess runs fail (timeout once their deadline, counted from the
+// intended start, has passed; backlog when they could not even start),
+// concurrency never exceeds the bound, and no sample's latency exceeds the
+// timeout by more than scheduling slack: before the deadline counted from the
+// intended start, an op that started late could run a whole timeout more.
 func TestBacklogAndInFlightBound(t *testing.T) {
 	stall.maxInFlight.Store(0)
 	stall.mu.Lock()
-	stall.slowUntil, stall.slowBy = time.Now().Add(time.Hour), 200*time.Millisecond
+	stall.slowUntil, stall.slowBy = time.Now().Add(time.Hour), 250*time.Millisecond
 	stall.mu.Unlock()
 	defer func() {
 		stall.mu.Lock()
@@ -164,17 +168,31 @@ targets:
     ops:
       op: {rate: 40}
 `)
-	enginetest.WaitFor(t, 10*time.Second, "backlog failures", func() bool {
-		return h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": "backlog"}) >= 10
+	enginetest.WaitFor(t, 10*time.Second, "failures", func() bool {
+		return h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": "backlog"})+
+			h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": "timeout"}) >= 20
 	})
 	if m := stall.maxInFlight.Load(); m > 2 {
 		t.Errorf("max concurrent ops = %d, bound is 2", m)
 	}
-	if up := h.Value(t, "dbcanary_target_up", enginetest.L{"target": "s"}); up != 1 {
-		t.Errorf("backlog must not mark the target down, up = %v", up)
+	if up := h.Value(t, "dbcanary_target_up", enginetest.L{"target": "s"}); up != 0 {
+		t.Errorf("ops timing out must mark the target down, up = %v", up)
 	}
 	if n := h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"result": "error"}); n == 0 {
-		t.Error("backlog failures must record their latency")
+		t.Error("failures must record their latency")
+	}
+	for _, res := range []string{"ok", "error"} {
+		ms := h.Find(t, "dbcanary_op_latency_seconds", enginetest.L{"target": "s", "result": res})
+		hist := ms[0].GetHistogram()
+		var upTo05 uint64
+		for _, b := range hist.GetBucket() {
+			if b.GetUpperBound() == 0.5 {
+				upTo05 = b.GetCumulativeCount()
+			}
+		}
+		if over := hist.GetSampleCount() - upTo05; over > 0 {
+			t.Errorf("%d %s samples took over 0.5 s with a 300 ms timeout: the deadline must count from the intended start", over, res)
+		}
 	}
 }
 

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +24,27 @@ type OnceResult struct {
 	Err     error
 }
 
+// EphemeralInstanceID derives the instance id of a one-shot run (`once`,
+// `bench`) from the configured one: "<id>-<kind>-<6 random hex>", at most 40
+// characters. A one-shot run beside the daemon (a Kubernetes startup check in
+// the same pod has the same hostname) must never read, consume or delete the
+// daemon's canary data, so it works in a namespace of its own, which its
+// probes remove at Close (probes.Target.Ephemeral).
+func EphemeralInstanceID(id, kind string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	suffix := "-" + kind + "-" + hex.EncodeToString(b[:])
+	if len(id)+len(suffix) > 40 {
+		id = strings.TrimRight(id[:40-len(suffix)], "-")
+	}
+	return id + suffix
+}
+
 // RunOnce runs every enabled op of every target once (targets in parallel,
 // ops in name order, event-driven ops awaited after the scheduled ones) and
-// returns one row per op, sorted by target then op.
-func RunOnce(ctx context.Context, cfg *config.Config, logger *slog.Logger) []OnceResult {
+// returns one row per op, sorted by target then op. instance is the run's own
+// instance id (EphemeralInstanceID).
+func RunOnce(ctx context.Context, cfg *config.Config, instance string, logger *slog.Logger) []OnceResult {
 	var (
 		mu  sync.Mutex
 		out []OnceResult
@@ -34,7 +54,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, logger *slog.Logger) []Onc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows := runTargetOnce(ctx, t, cfg.Global.InstanceID, logger)
+			rows := runTargetOnce(ctx, t, instance, logger)
 			mu.Lock()
 			out = append(out, rows...)
 			mu.Unlock()
@@ -54,7 +74,7 @@ func runTargetOnce(ctx context.Context, t config.Target, instance string, logger
 	row := func(op string, lat time.Duration, err error) OnceResult {
 		return OnceResult{Target: t.Name, Backend: t.Backend, Op: op, Latency: lat, Cause: probes.CauseOf(err), Err: err}
 	}
-	r, err := newRunner(t, instance, logger)
+	r, err := newRunner(t, instance, true, logger)
 	if err != nil {
 		return []OnceResult{row("(config)", 0, err)}
 	}

@@ -24,7 +24,7 @@ type OpRunner struct {
 
 // NewOpRunner builds the target's probe and resolves its metric series in m.
 func NewOpRunner(t config.Target, instanceID string, m *metrics.Metrics, logger *slog.Logger) (*OpRunner, error) {
-	r, err := newRunner(t, instanceID, logger)
+	r, err := newRunner(t, instanceID, false, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,17 @@ type runner struct {
 	byName map[string]*opState
 	jobs   chan job
 
-	inFlight prometheus.Gauge
-	up       prometheus.Gauge
-	upState  atomic.Int32 // -1 unknown, 0 down, 1 up: for logging transitions
+	inFlight      prometheus.Gauge
+	up            prometheus.Gauge
+	misconfigured prometheus.Gauge
+	observer      Observer
+
+	// The target's state is derived from the latest outcome of each op and of
+	// Prepare: up only if none of them failed to reach the store, so one op
+	// failing for good keeps the target down instead of flapping with the others.
+	stateMu   sync.Mutex
+	prepState health
+	upState   int32 // -1 unknown, 0 down, 1 up: for logging transitions; guarded by stateMu
 
 	prepSem  chan struct{}
 	prepared atomic.Bool
@@ -50,8 +58,35 @@ type runner struct {
 }
 
 type opState struct {
-	op  config.Op
-	obs *metrics.OpObservers
+	op     config.Op
+	obs    *metrics.OpObservers
+	health health // latest outcome; guarded by runner.stateMu
+}
+
+// health is what an op's (or Prepare's) latest outcome says of the target.
+type health uint8
+
+const (
+	healthUnknown     health = iota // not run yet
+	healthReached                   // succeeded, or reached the store and found bad data
+	healthUnreachable               // timeout, refused, dns, tls, server, other
+	healthMisconfig                 // auth or setup: a mistake to fix in config or grants
+)
+
+func healthOf(err error) health {
+	if err == nil {
+		return healthReached
+	}
+	c := probes.CauseOf(err)
+	switch {
+	case c == probes.CauseBacklog:
+		return healthUnknown // says nothing new: the ops still running will report
+	case c.DataCause():
+		return healthReached
+	case c.ConfigCause():
+		return healthMisconfig
+	}
+	return healthUnreachable
 }
 
 type job struct {
@@ -63,19 +98,19 @@ var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot 
 
 // newRunner builds the target's probe; metric series are resolved later by
 // attachMetrics, once a replaced runner's series are gone.
-func newRunner(t config.Target, instanceID string, logger *slog.Logger) (*runner, error) {
+func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.Logger) (*runner, error) {
 	r := &runner{
 		target:  t,
 		logger:  logger.With("target", t.Name, "backend", t.Backend),
 		byName:  map[string]*opState{},
 		prepSem: make(chan struct{}, 1),
 	}
-	r.upState.Store(-1)
+	r.upState = -1
 	b, ok := probes.Lookup(t.Backend)
 	if !ok {
 		return nil, fmt.Errorf("target %s: unknown backend %q", t.Name, t.Backend)
 	}
-	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Config: t.Probe, Logger: r.logger, Report: r})
+	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Ephemeral: ephemeral, Config: t.Probe, Logger: r.logger, Report: r})
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
@@ -127,7 +162,7 @@ func (r *runner) start() {
 		ctx, cancel := context.WithTimeout(opCtx, r.target.Timeout)
 		defer cancel()
 		if err := r.ensurePrepared(ctx); err != nil && opCtx.Err() == nil {
-			r.setUp(false, err)
+			r.setPrepared(err)
 		}
 	}()
 }
@@ -166,8 +201,11 @@ func (r *runner) enqueue(j job) {
 	select {
 	case r.jobs <- j:
 	default:
+		// The queue holds every run that can start within one timeout, so
+		// this one could not have: it counts at its timeout, like an op
+		// that timed out, not at the ~0 s it took to refuse it.
 		now := time.Now()
-		r.record(j.op, j.intended, now, now, nil, errBacklog)
+		r.record(j.op, j.intended, now, j.intended.Add(j.op.op.Timeout), nil, errBacklog)
 	}
 }
 
@@ -189,7 +227,8 @@ func (r *runner) work(w *worker, schedCtx, opCtx context.Context) {
 // from when the request was sent.
 func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outcome) {
 	start := time.Now()
-	if start.Sub(j.intended) >= j.op.op.Timeout {
+	deadline := j.intended.Add(j.op.op.Timeout)
+	if !start.Before(deadline) {
 		r.record(j.op, j.intended, start, start, nil, errBacklog)
 		return
 	}
@@ -197,7 +236,10 @@ func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outc
 		r.inFlight.Inc()
 		defer r.inFlight.Dec()
 	}
-	octx := w.begin(ctx, start.Add(j.op.op.Timeout))
+	// The deadline counts from the intended start, like latency: an op that
+	// waited for a slot has less time left, so no latency exceeds the timeout
+	// by more than the scheduling slack.
+	octx := w.begin(ctx, deadline)
 	defer w.end(octx)
 	out.Reset(j.intended)
 	err := r.ensurePrepared(octx)
@@ -265,7 +307,7 @@ func (r *runner) ensurePrepared(ctx context.Context) error {
 	}
 	r.prepErr, r.backoff = nil, 0
 	r.prepared.Store(true)
-	r.setUp(true, nil)
+	r.setPrepared(nil)
 	return nil
 }
 
@@ -282,16 +324,18 @@ func (r *runner) Report(op string, intended, sent, done time.Time, out *probes.O
 }
 
 func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.Outcome, err error) {
+	latency := end.Sub(intended)
 	if r.onReport != nil {
-		r.onReport(s.op.Name, end.Sub(intended), err)
+		r.onReport(s.op.Name, latency, err)
 	}
 	o := s.obs
 	if o == nil {
 		return
 	}
+	var cause probes.Cause
 	if err == nil {
-		o.Latency[0].Observe(end.Sub(intended).Seconds())
-		o.Service[0].Observe(end.Sub(sent).Seconds())
+		o.LatencyOK.Observe(latency.Seconds())
+		o.ServiceOK.Observe(end.Sub(sent).Seconds())
 		o.LastSuccess.Set(float64(end.UnixNano()) / 1e9)
 		if out != nil {
 			for _, ph := range out.Phases() {
@@ -300,24 +344,16 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 				}
 			}
 		}
-		r.setUp(true, nil)
 	} else {
-		cause := probes.CauseOf(err)
-		o.Latency[1].Observe(end.Sub(intended).Seconds())
+		cause = probes.CauseOf(err)
+		o.LatencyErr.Observe(latency.Seconds())
 		if cause != probes.CauseBacklog {
-			o.Service[1].Observe(end.Sub(sent).Seconds())
+			o.ServiceErr.Observe(end.Sub(sent).Seconds())
 		}
 		if c, ok := o.Failures[cause]; ok {
 			c.Inc()
 		} else {
 			o.Failures[probes.CauseOther].Inc()
-		}
-		switch {
-		case cause == probes.CauseBacklog:
-		case cause.DataCause():
-			r.setUp(true, nil)
-		default:
-			r.setUp(false, err)
 		}
 		if r.logger.Enabled(context.Background(), slog.LevelDebug) {
 			r.logger.Debug("op failed", "op", s.op.Name, "cause", cause, "err", err)
@@ -325,6 +361,9 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 		if cause.DataCause() {
 			r.logger.Warn("data integrity failure", "op", s.op.Name, "cause", cause, "err", err)
 		}
+	}
+	if h := healthOf(err); h != healthUnknown {
+		r.setHealth(s, h, err)
 	}
 	if out != nil {
 		if out.BytesSent > 0 {
@@ -337,22 +376,61 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 			o.Failures[probes.CauseLost].Add(float64(out.Lost))
 		}
 	}
+	if r.observer != nil {
+		r.observer.OpRecorded(r.target.Name, r.target.Backend, s.op.Name, end, latency, cause, err)
+	}
 }
 
-func (r *runner) setUp(up bool, err error) {
+// setPrepared records the outcome of Prepare (nil: the namespace is ready).
+func (r *runner) setPrepared(err error) {
+	h := healthOf(err)
+	if h == healthUnknown {
+		h = healthUnreachable
+	}
+	r.setHealth(nil, h, err)
+}
+
+// setHealth records the latest outcome of op s (nil: of Prepare) and
+// re-derives the target's up and misconfigured gauges from all of them.
+func (r *runner) setHealth(s *opState, h health, err error) {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	if s == nil {
+		r.prepState = h
+	} else {
+		s.health = h
+	}
+	up, misconfig := r.prepState == healthReached, r.prepState == healthMisconfig
+	for _, o := range r.ops {
+		switch o.health {
+		case healthUnreachable:
+			up = false
+		case healthMisconfig:
+			up, misconfig = false, true
+		}
+	}
+	if r.up != nil {
+		r.up.Set(b2f(up))
+		r.misconfigured.Set(b2f(misconfig))
+	}
 	v := int32(0)
 	if up {
 		v = 1
 	}
-	if r.up != nil {
-		r.up.Set(float64(v))
-	}
-	if old := r.upState.Swap(v); old != v {
+	if old := r.upState; old != v {
+		r.upState = v
 		switch {
 		case up && old == 0:
 			r.logger.Info("target is up again")
 		case !up:
-			r.logger.Warn("target is down", "cause", probes.CauseOf(err), "err", err)
+			r.logger.Warn("target is down", "cause", probes.CauseOf(err), "misconfigured", misconfig, "err", err)
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -57,7 +57,9 @@ type Metrics struct {
 	ServiceTime *prometheus.HistogramVec
 	Phase       *prometheus.HistogramVec
 	Failures    *prometheus.CounterVec
-	Up          *prometheus.GaugeVec
+	Up            *prometheus.GaugeVec
+	Misconfigured *prometheus.GaugeVec
+	ExpectedRate  *prometheus.GaugeVec
 	LastSuccess *prometheus.GaugeVec
 	Bytes       *prometheus.CounterVec
 	InFlight    *prometheus.GaugeVec
@@ -92,11 +94,17 @@ func New(reg prometheus.Registerer) *Metrics {
 			"Named parts of an op (S3 first_byte/last_byte, RabbitMQ end_to_end, ...), successful ops only."),
 			[]string{"target", "backend", "op", "phase"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "op_failures_total",
-			Help: "Failed ops by cause (timeout, refused, dns, tls, auth, not_found, mismatch, lost, server, backlog, other)."},
+			Help: "Failed ops by cause (timeout, refused, dns, tls, auth, setup, not_found, mismatch, lost, server, backlog, other)."},
 			[]string{"target", "backend", "op", "cause"}),
 		Up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "target_up",
-			Help: "1 if the target's last op reached the store (even if it then found bad data), 0 if it could not (timeout, refused, dns, tls, auth, server) or the canary namespace could not be prepared."},
+			Help: "1 if the latest run of every op of the target reached the store (even if it then found bad data), 0 if any op's latest run could not (timeout, refused, dns, tls, auth, setup, server) or the canary namespace could not be prepared."},
 			[]string{"target", "backend"}),
+		Misconfigured: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "target_misconfigured",
+			Help: "1 if the target is down because of a setup mistake: credentials rejected (auth) or a missing bucket, index, keyspace, grant or permission (setup)."},
+			[]string{"target", "backend"}),
+		ExpectedRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "op_expected_rate",
+			Help: "Samples per second the op is configured to produce: its rate, or for an event-driven op (consume) the rate of the scheduled ops that feed it. Alerts size their windows and error budgets with it."},
+			[]string{"target", "backend", "op"}),
 		LastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "last_success_timestamp_seconds",
 			Help: "Unix time of the op's last success."},
 			[]string{"target", "backend", "op"}),
@@ -113,7 +121,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "targets",
 			Help: "Targets this instance probes."}),
 	}
-	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.LastSuccess, m.Bytes, m.InFlight,
+	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.Misconfigured, m.ExpectedRate, m.LastSuccess, m.Bytes, m.InFlight,
 		m.ReloadSuccess, m.ReloadTimestamp, m.Targets,
 		versioncollector.NewCollector(namespace),
 		collectors.NewGoCollector(),
@@ -130,6 +138,8 @@ func (m *Metrics) DeleteTarget(target string) {
 	m.Phase.DeletePartialMatch(l)
 	m.Failures.DeletePartialMatch(l)
 	m.Up.DeletePartialMatch(l)
+	m.Misconfigured.DeletePartialMatch(l)
+	m.ExpectedRate.DeletePartialMatch(l)
 	m.LastSuccess.DeletePartialMatch(l)
 	m.Bytes.DeletePartialMatch(l)
 	m.InFlight.DeletePartialMatch(l)
@@ -137,7 +147,8 @@ func (m *Metrics) DeleteTarget(target string) {
 
 // OpObservers are an op's pre-resolved series, so the hot path does no label lookup.
 type OpObservers struct {
-	Latency, Service [2]prometheus.Observer // index 0 ok, 1 error
+	LatencyOK, LatencyErr prometheus.Observer
+	ServiceOK, ServiceErr prometheus.Observer
 	Failures         map[probes.Cause]prometheus.Counter
 	LastSuccess      prometheus.Gauge
 	BytesSent        prometheus.Counter
@@ -151,10 +162,10 @@ func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObserver
 		Failures: make(map[probes.Cause]prometheus.Counter, len(probes.Causes)),
 		Phases:   make(map[string]prometheus.Observer, len(phases)),
 	}
-	for i, r := range []string{ResultOK, ResultError} {
-		o.Latency[i] = m.Latency.WithLabelValues(target, backend, op, r)
-		o.Service[i] = m.ServiceTime.WithLabelValues(target, backend, op, r)
-	}
+	o.LatencyOK = m.Latency.WithLabelValues(target, backend, op, ResultOK)
+	o.LatencyErr = m.Latency.WithLabelValues(target, backend, op, ResultError)
+	o.ServiceOK = m.ServiceTime.WithLabelValues(target, backend, op, ResultOK)
+	o.ServiceErr = m.ServiceTime.WithLabelValues(target, backend, op, ResultError)
 	for _, c := range probes.Causes {
 		o.Failures[c] = m.Failures.WithLabelValues(target, backend, op, string(c))
 	}

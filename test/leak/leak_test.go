@@ -163,7 +163,7 @@ func TestRunOnceDoesNotLeak(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := reloadConfig(t, 0)
 	cfg.Targets = cfg.Targets[:20]
-	rows := engine.RunOnce(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	rows := engine.RunOnce(t.Context(), cfg, engine.EphemeralInstanceID(cfg.Global.InstanceID, "once"), slog.New(slog.DiscardHandler))
 	if len(rows) != 20 {
 		t.Errorf("%d rows, want 20", len(rows))
 	}
