@@ -92,11 +92,12 @@ stack-down:
 generate:
 	$(GO) run ./cmd/dbcanary generate rules --baseline baselines/james-reference.yaml
 	$(GO) run ./cmd/dbcanary generate dashboards --baseline baselines/james-reference.yaml
+	@$(MAKE) --no-print-directory chart-rules
 
 CHART := deploy/helm/dbcanary
-## chart-rules: put the generated alert rules into the Helm chart (its PrometheusRule reads files/dbcanary-rules.yml)
+## chart-rules: copy the generated alert rules into the Helm chart (committed; its PrometheusRule reads files/dbcanary-rules.yml)
 chart-rules:
-	install -m 0644 alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
+	install -D -m 0644 alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
 
 clean:
 	rm -rf bin

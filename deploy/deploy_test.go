@@ -26,6 +26,9 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -33,42 +36,6 @@ var (
 	repoRoot = stack.RepoRoot()
 	chartDir = filepath.Join(repoRoot, "deploy", "helm", "dbcanary")
 )
-
-// ServiceMonitor is the subset of monitoring.coreos.com/v1 the chart renders;
-// strict decoding against it catches fields the operator would not know.
-type ServiceMonitor struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
-		Selector          metav1.LabelSelector `json:"selector"`
-		NamespaceSelector struct {
-			Any        bool     `json:"any,omitempty"`
-			MatchNames []string `json:"matchNames,omitempty"`
-		} `json:"namespaceSelector"`
-		Endpoints []struct {
-			Port              string          `json:"port"`
-			Path              string          `json:"path"`
-			Scheme            string          `json:"scheme"`
-			Interval          string          `json:"interval"`
-			ScrapeTimeout     string          `json:"scrapeTimeout,omitempty"`
-			TLSConfig         map[string]any  `json:"tlsConfig,omitempty"`
-			BasicAuth         map[string]any  `json:"basicAuth,omitempty"`
-			Relabelings       []RelabelConfig `json:"relabelings,omitempty"`
-			MetricRelabelings []RelabelConfig `json:"metricRelabelings,omitempty"`
-		} `json:"endpoints"`
-	} `json:"spec"`
-}
-
-// RelabelConfig is prometheus-operator's RelabelConfig.
-type RelabelConfig struct {
-	SourceLabels []string `json:"sourceLabels,omitempty"`
-	Separator    string   `json:"separator,omitempty"`
-	TargetLabel  string   `json:"targetLabel,omitempty"`
-	Regex        string   `json:"regex,omitempty"`
-	Modulus      uint64   `json:"modulus,omitempty"`
-	Replacement  *string  `json:"replacement,omitempty"`
-	Action       string   `json:"action,omitempty"`
-}
 
 // RuleGroup is a Prometheus rule group as both a rule file and a PrometheusRule hold it.
 type RuleGroup struct {
@@ -106,8 +73,10 @@ var kinds = map[string]func() any{
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
-	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &ServiceMonitor{} },
+	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &PrometheusRule{} },
+	// prometheus-operator's own API types: strict decoding rejects any field it does not know.
+	"monitoring.coreos.com/v1alpha1/AlertmanagerConfig": func() any { return &monitoringv1alpha1.AlertmanagerConfig{} },
 }
 
 // objects is a rendered manifest stream, decoded; key "Kind/name".
@@ -203,42 +172,48 @@ func helm(t *testing.T) string {
 	return helmPath
 }
 
-// chartCopy copies the chart to a temp dir with files/dbcanary-rules.yml in
-// place, as `make chart-rules` does: the generated alerts/dbcanary-rules.yml
-// when it exists, else a fixture.
-func chartCopy(t *testing.T, withRules bool) string {
+// chartCopy copies the chart as committed (with files/dbcanary-rules.yml) to a
+// temp dir, so a concurrent `make chart-rules` cannot change it under a test.
+func chartCopy(t *testing.T) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "dbcanary")
 	if err := os.CopyFS(dst, os.DirFS(chartDir)); err != nil {
 		t.Fatal(err)
 	}
-	rules := filepath.Join(dst, "files", "dbcanary-rules.yml")
-	_ = os.Remove(rules)
-	if withRules {
-		if err := os.WriteFile(rules, rulesFile(t), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return dst
 }
 
+// rulesFile is the generated rule file, alerts/dbcanary-rules.yml.
 func rulesFile(t *testing.T) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "alerts", "dbcanary-rules.yml"))
-	if os.IsNotExist(err) {
-		t.Log("alerts/dbcanary-rules.yml not generated yet: using testdata/rules-fixture.yml")
-		b, err = os.ReadFile("testdata/rules-fixture.yml")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// template runs helm template; values are files' contents.
+// chartRulesFile is the chart's copy of the rules, files/dbcanary-rules.yml:
+// what its PrometheusRule renders (TestChartRulesUpToDate keeps it equal to rulesFile).
+func chartRulesFile(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir, "files", "dbcanary-rules.yml"))
+	if err != nil {
+		t.Fatalf("%v: run `make chart-rules`", err)
+	}
+	return b
+}
+
+// template runs helm template as release "dbcanary"; values are files' contents.
 func template(t *testing.T, chart string, values ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "dbcanary", chart, "--namespace", "monitoring"}
+	return templateRelease(t, "dbcanary", chart, values...)
+}
+
+// templateRelease runs helm template as the given release in namespace monitoring.
+func templateRelease(t *testing.T, release, chart string, values ...string) ([]byte, error) {
+	t.Helper()
+	args := []string{"template", release, chart, "--namespace", "monitoring"}
 	for i, v := range values {
 		f := filepath.Join(t.TempDir(), fmt.Sprintf("values-%d.yaml", i))
 		if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
@@ -331,7 +306,7 @@ podDisruptionBudget: {enabled: true, minAvailable: 2}
 `
 
 func TestChartDefaults(t *testing.T) {
-	objs := mustTemplate(t, chartCopy(t, false))
+	objs := mustTemplate(t, chartCopy(t))
 	if got, want := objs.keys(), []string{"ConfigMap/dbcanary", "Deployment/dbcanary", "Service/dbcanary", "ServiceAccount/dbcanary"}; !slices.Equal(got, want) {
 		t.Fatalf("rendered %v, want %v", got, want)
 	}
@@ -413,7 +388,7 @@ func envVar(c corev1.Container, name string) *corev1.EnvVar {
 }
 
 func TestChartAllOptions(t *testing.T) {
-	objs := mustTemplate(t, chartCopy(t, true), allOptions)
+	objs := mustTemplate(t, chartCopy(t), allOptions)
 	want := []string{
 		"ConfigMap/dbcanary", "PodDisruptionBudget/dbcanary", "PrometheusRule/dbcanary",
 		"Service/dbcanary", "Service/dbcanary-headless", "ServiceAccount/canary",
@@ -472,9 +447,12 @@ func TestChartAllOptions(t *testing.T) {
 	if headless.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("headless service clusterIP %q", headless.Spec.ClusterIP)
 	}
-	sm := get[ServiceMonitor](t, objs, "ServiceMonitor/dbcanary")
-	if ep := sm.Spec.Endpoints[0]; ep.Port != "http-metrics" || ep.Path != "/metrics" || ep.Interval != "15s" || ep.Scheme != "https" || len(ep.Relabelings) != 1 {
+	sm := get[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor/dbcanary")
+	if ep := sm.Spec.Endpoints[0]; ep.Port != "http-metrics" || ep.Path != "/metrics" || ep.Interval != "15s" || ep.Scheme == nil || *ep.Scheme != "https" || len(ep.RelabelConfigs) != 1 {
 		t.Errorf("servicemonitor endpoint %+v", ep)
+	}
+	if svcs := scrapedServices(t, objs, sm); len(svcs) != 1 || svcs[0].Name != "dbcanary" {
+		t.Errorf("the ServiceMonitor scrapes through %v, want Service dbcanary alone", serviceNames(svcs))
 	}
 	if sm.Labels["release"] != "kube-prometheus-stack" {
 		t.Errorf("servicemonitor labels %v", sm.Labels)
@@ -484,16 +462,10 @@ func TestChartAllOptions(t *testing.T) {
 		t.Errorf("pdb %+v, want minAvailable 2 only", pdb.Spec)
 	}
 
-	// The PrometheusRule holds exactly the groups of the rule file.
+	// The PrometheusRule holds exactly the groups of the rule file (the default job is the shipped one).
 	pr := get[PrometheusRule](t, objs, "PrometheusRule/dbcanary")
-	var file struct {
-		Groups []RuleGroup `json:"groups"`
-	}
-	if err := yaml.UnmarshalStrict(rulesFile(t), &file); err != nil {
-		t.Fatalf("rule file: %v", err)
-	}
-	if len(file.Groups) == 0 || !reflect.DeepEqual(pr.Spec.Groups, file.Groups) {
-		t.Errorf("PrometheusRule groups differ from the rule file:\n%+v\n%+v", pr.Spec.Groups, file.Groups)
+	if d := groupsDiff(pr.Spec.Groups, ruleGroups(t, chartRulesFile(t))); d != "" {
+		t.Errorf("PrometheusRule differs from the rule file: %s", d)
 	}
 
 	cm := get[corev1.ConfigMap](t, objs, "ConfigMap/dbcanary")
@@ -501,7 +473,7 @@ func TestChartAllOptions(t *testing.T) {
 }
 
 func TestChartVantageMode(t *testing.T) {
-	objs := mustTemplate(t, chartCopy(t, false), `
+	objs := mustTemplate(t, chartCopy(t), `
 mode: vantage
 vantages:
   - name: eu-west-1a
@@ -546,7 +518,7 @@ podDisruptionBudget: {enabled: true}
 
 // TestChartConfigChecksum: the checksum follows the config and only the config.
 func TestChartConfigChecksum(t *testing.T) {
-	chart := chartCopy(t, false)
+	chart := chartCopy(t)
 	sum := func(values ...string) string {
 		d := get[appsv1.Deployment](t, mustTemplate(t, chart, values...), "Deployment/dbcanary")
 		return d.Spec.Template.Annotations["checksum/config"]
@@ -565,7 +537,11 @@ func TestChartConfigChecksum(t *testing.T) {
 }
 
 func TestChartRejects(t *testing.T) {
-	chart := chartCopy(t, false)
+	chart := chartCopy(t)
+	noRules := chartCopy(t)
+	if err := os.Remove(filepath.Join(noRules, "files", "dbcanary-rules.yml")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, values, want string
 	}{
@@ -575,9 +551,17 @@ func TestChartRejects(t *testing.T) {
 		{"bad vantage name", "mode: vantage\nvantages: [{name: EU_West}]\n", "vantages"},
 		{"no targets", "config: {targets: []}\n", "minItems"},
 		{"rules file absent", "prometheusRule: {enabled: true}\n", "files/dbcanary-rules.yml is missing from the chart; run `make chart-rules`"},
+		{"job not a label value", "job: 'dbcanary\"}'\n", "job"},
+		{"alertmanagerConfig without a pager", "alertmanagerConfig: {enabled: true}\n", "set alertmanagerConfig.receivers.pager"},
+		{"receiver with a name", "alertmanagerConfig: {receivers: {pager: {name: x}}}\n", "receivers"},
+		{"unknown alertmanagerConfig key", "alertmanagerConfig: {groupBy: [alertname]}\n", "additional properties 'groupBy' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := template(t, chart, tc.values)
+			c := chart
+			if tc.name == "rules file absent" {
+				c = noRules
+			}
+			_, err := template(t, c, tc.values)
 			if err == nil {
 				t.Fatal("rendered; want an error")
 			}
@@ -737,7 +721,7 @@ func onlyKind[T any](t *testing.T, objs objects, kind string) *T {
 // ConfigMap name in place of the checksum annotation.
 func TestKustomizeBaseMatchesChartDefaults(t *testing.T) {
 	base := kustomize(t, filepath.Join(repoRoot, "deploy", "kubernetes", "base"))
-	chart := mustTemplate(t, chartCopy(t, false))
+	chart := mustTemplate(t, chartCopy(t))
 
 	kd := onlyKind[appsv1.Deployment](t, base, "Deployment")
 	hd := get[appsv1.Deployment](t, chart, "Deployment/dbcanary")
@@ -761,6 +745,12 @@ func TestKustomizeBaseMatchesChartDefaults(t *testing.T) {
 	ks, hs := onlyKind[corev1.Service](t, base, "Service"), get[corev1.Service](t, chart, "Service/dbcanary")
 	if !reflect.DeepEqual(ks.Spec, hs.Spec) {
 		t.Errorf("service specs differ: %+v / %+v", ks.Spec, hs.Spec)
+	}
+	// The labels a ServiceMonitor selects and takes the job from.
+	for _, k := range []string{"dbcanary.io/service", "dbcanary.io/job"} {
+		if ks.Labels[k] == "" || ks.Labels[k] != hs.Labels[k] {
+			t.Errorf("Service label %s: base %q, chart %q", k, ks.Labels[k], hs.Labels[k])
+		}
 	}
 	ksa, hsa := onlyKind[corev1.ServiceAccount](t, base, "ServiceAccount"), get[corev1.ServiceAccount](t, chart, "ServiceAccount/dbcanary")
 	if ksa.Name != hsa.Name || !reflect.DeepEqual(ksa.AutomountServiceAccountToken, hsa.AutomountServiceAccountToken) {
