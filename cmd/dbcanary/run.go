@@ -22,6 +22,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
 	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/internal/web"
 )
 
@@ -79,9 +80,14 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	}
 	m := metrics.New(mreg)
 	eng := engine.New(m, mreg, logger, f.grace)
+	// The status page (/) sees every sample through its own bounded store.
+	st := status.New(status.Options{})
+	st.SetDaemon(status.Daemon{Build: buildInfo(), InstanceID: cfg.Global.InstanceID, ConfigFile: g.configFile, Shard: f.shard.statusShard()})
+	eng.SetObserver(st)
 	if err := eng.Apply(cfg); err != nil {
 		return fmt.Errorf("starting targets: %w", err)
 	}
+	st.ConfigLoaded(nil)
 	m.ReloadSuccess.Set(1)
 	m.ReloadTimestamp.SetToCurrentTime()
 	var ready atomic.Bool
@@ -98,11 +104,13 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		if err == nil {
 			err = eng.Apply(cfg)
 		}
+		st.ConfigLoaded(err)
 		if err != nil {
 			m.ReloadSuccess.Set(0)
 			logger.Error("config reload failed; the previous config keeps running", "err", err)
 			return err
 		}
+		st.SetInstanceID(cfg.Global.InstanceID)
 		m.ReloadSuccess.Set(1)
 		m.ReloadTimestamp.SetToCurrentTime()
 		logger.Info("config reloaded", "targets", len(cfg.Targets))
@@ -110,7 +118,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	}
 
 	h, err := web.Handler(web.Options{Registry: reg, MetricsPath: f.metricsPath, Version: version.Version,
-		Reload: reload, Ready: ready.Load, Logger: logger})
+		Reload: reload, Ready: ready.Load, Logger: logger, Status: st})
 	if err != nil {
 		return err
 	}
@@ -150,6 +158,26 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// buildInfo is the binary's version for the status page.
+func buildInfo() status.BuildInfo {
+	return status.BuildInfo{Version: version.Version, Revision: version.Revision, Branch: version.Branch,
+		BuildUser: version.BuildUser, BuildDate: version.BuildDate, GoVersion: version.GoVersion}
+}
+
+// statusShard is this replica's shard and vantage for the status page (the flags
+// were validated when the config was sharded).
+func (s *shardFlags) statusShard() status.Shard {
+	index, count, _, err := s.resolve()
+	if err != nil || count < 1 {
+		index, count = 0, 1
+	}
+	v := s.vantage
+	if v == "" {
+		v = os.Getenv(EnvVantage)
+	}
+	return status.Shard{Index: index, Count: count, Vantage: v}
 }
 
 func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {

@@ -1,5 +1,5 @@
-// Package web serves dbcanary's HTTP endpoints: the landing page, /metrics,
-// /-/healthy, /-/ready and /-/reload. TLS and basic auth come from
+// Package web serves dbcanary's HTTP endpoints: the status page (/) and its
+// JSON form (/status.json), /metrics, /-/healthy, /-/ready and /-/reload. TLS and basic auth come from
 // --web.config.file through prometheus/exporter-toolkit.
 package web
 
@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/dbcanary/dbcanary/internal/status"
 )
 
 // Options configures the handler.
@@ -23,6 +26,9 @@ type Options struct {
 	// Ready reports whether the initial config is loaded and targets started.
 	Ready  func() bool
 	Logger *slog.Logger
+	// Status, when set, makes the landing page the status page and serves
+	// its state at StatusJSONPath; without it the landing page is a list of links.
+	Status *status.Store
 }
 
 // Handler builds the HTTP handler.
@@ -56,7 +62,13 @@ func Handler(o Options) (http.Handler, error) {
 		}
 		fmt.Fprintln(w, "Reloaded")
 	})
-	if o.MetricsPath != "/" {
+	if o.Status != nil {
+		p := &statusPage{store: o.Status, metricsLink: strings.TrimPrefix(o.MetricsPath, "/"), logger: o.Logger}
+		mux.HandleFunc(StatusJSONPath, p.json)
+		if o.MetricsPath != "/" {
+			mux.HandleFunc("/{$}", p.html)
+		}
+	} else if o.MetricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "dbcanary",
 			Description: "Continuous verified canaries for Cassandra, OpenSearch, RabbitMQ and S3",

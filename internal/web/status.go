@@ -1,0 +1,296 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed" // the page's template and stylesheet
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/status"
+)
+
+// StatusJSONPath is where the status page's state is served as JSON.
+const StatusJSONPath = "/status.json"
+
+// DefaultRefresh is how often the status page reloads itself; ?refresh=N
+// overrides it (0: never).
+const DefaultRefresh = 15
+
+var (
+	//go:embed status.html
+	statusHTML string
+	//go:embed status.css
+	statusCSS string
+
+	statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
+		"ago":       ago,
+		"stamp":     stamp,
+		"dur":       dur,
+		"stateText": stateText,
+	}).Parse(statusHTML))
+
+	// The only thing the page loads is its own inline stylesheet.
+	statusCSP = func() string {
+		sum := sha256.Sum256([]byte(statusCSS))
+		return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+			"'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	}()
+
+	bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
+
+type statusPage struct {
+	store       *status.Store
+	metricsLink string
+	logger      *slog.Logger
+}
+
+// pageData is what the template renders.
+type pageData struct {
+	status.Snapshot
+	Failing       []status.TargetStatus
+	Rows          []row
+	Refresh       int
+	MetricsLink   string
+	FailureWindow string
+	LatencyWindow string
+	CSS           template.CSS
+}
+
+func (p *statusPage) html(w http.ResponseWriter, r *http.Request) {
+	if !allowGet(w, r) {
+		return
+	}
+	refresh := DefaultRefresh
+	if v := r.URL.Query().Get("refresh"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			http.Error(w, "refresh: want a number of seconds (0: never)", http.StatusBadRequest)
+			return
+		}
+		refresh = n
+		if n > 0 {
+			refresh = min(max(n, 2), 3600)
+		}
+	}
+	snap := p.store.Snapshot()
+	snap.SortForPage()
+	data := pageData{
+		Snapshot:      snap,
+		Failing:       snap.Failing(),
+		Rows:          rows(snap),
+		Refresh:       refresh,
+		MetricsLink:   p.metricsLink,
+		FailureWindow: minutes(p.store.FailureWindow()),
+		LatencyWindow: minutes(status.LatencyWindow),
+		CSS:           template.CSS(statusCSS),
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() { buf.Reset(); bufPool.Put(buf) }()
+	if err := statusTmpl.Execute(buf, data); err != nil {
+		p.logger.Error("rendering the status page", "err", err)
+		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", statusCSP)
+	setCommonHeaders(h, buf.Len())
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// row is one op's table row, formatted in Go: a template action costs a
+// reflective call, so the per-row template does little more than print fields
+// (this keeps 1,000 targets well under the refresh interval).
+type row struct {
+	First, Last bool
+	Target      *targetCells // set on a target's first row
+	NoOps       bool
+	Op          string
+	State       status.State
+	StateText   string
+	Cause       string // on failing ops
+	Since       template.HTML
+	LastSuccess template.HTML
+	Failures    template.HTML
+	Latency     template.HTML
+	Errors      []errorCells
+}
+
+type targetCells struct {
+	Name, Backend, Namespace string
+	State                    status.State
+	Rowspan                  int
+}
+
+type errorCells struct {
+	Stamp   template.HTML
+	Count   string // " ×N" for a repeated message
+	Cause   string
+	Message string
+}
+
+const dash template.HTML = `<span class="muted">—</span>`
+
+func rows(snap status.Snapshot) []row {
+	now := snap.Generated
+	n := 0
+	for _, t := range snap.Targets {
+		n += max(len(t.Ops), 1)
+	}
+	out := make([]row, 0, n)
+	for _, t := range snap.Targets {
+		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, State: t.State, Rowspan: max(len(t.Ops), 1)}
+		if len(t.Ops) == 0 {
+			out = append(out, row{First: true, Last: true, Target: tc, NoOps: true, State: t.State})
+			continue
+		}
+		for i, o := range t.Ops {
+			r := row{First: i == 0, Last: i == len(t.Ops)-1, Op: o.Name, State: o.State, StateText: stateText(o.State),
+				Since: dash, LastSuccess: ago(now, o.LastSuccess), Failures: dash, Latency: dash}
+			if i == 0 {
+				r.Target = tc
+			}
+			if o.State == status.StateFailing {
+				r.Cause = string(o.LastCause)
+			}
+			if !o.Since.IsZero() {
+				r.Since = ago(now, o.Since)
+			}
+			if o.Runs > 0 {
+				r.Failures = failures(o)
+			}
+			if o.Latency.Samples > 0 {
+				r.Latency = template.HTML(dur(o.Latency.P50) + " / " + dur(o.Latency.P99))
+			}
+			for _, e := range o.Errors {
+				ec := errorCells{Stamp: stamp(now, e.Last), Cause: string(e.Cause), Message: e.Message}
+				if e.Count > 1 {
+					ec.Count = " ×" + strconv.FormatUint(e.Count, 10)
+				}
+				r.Errors = append(r.Errors, ec)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// failures renders "failed / runs" and the count per cause.
+func failures(o status.OpStatus) template.HTML {
+	s := strconv.FormatUint(o.Failures, 10) + " / " + strconv.FormatUint(o.Runs, 10)
+	for _, c := range o.Causes {
+		// Causes in the window come from the fixed probes.Causes set: no escaping needed.
+		s += ` <span class="cause">` + template.HTMLEscapeString(string(c.Cause)) + " " + strconv.FormatUint(c.Count, 10) + `</span>`
+	}
+	return template.HTML(s)
+}
+
+func (p *statusPage) json(w http.ResponseWriter, r *http.Request) {
+	if !allowGet(w, r) {
+		return
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() { buf.Reset(); bufPool.Put(buf) }()
+	if err := json.NewEncoder(buf).Encode(p.store.Snapshot()); err != nil {
+		p.logger.Error("encoding status.json", "err", err)
+		http.Error(w, "cannot encode the status", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	setCommonHeaders(h, buf.Len())
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+func allowGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "Only GET and HEAD requests allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+func setCommonHeaders(h http.Header, n int) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(n))
+}
+
+func minutes(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
+
+func stateText(s status.State) string { return strings.ReplaceAll(string(s), "_", " ") }
+
+// ago renders t as "4m12s ago" with the exact UTC instant as its tooltip.
+// It returns HTML: its only inputs are formatted times, never text from outside.
+func ago(now, t time.Time) template.HTML {
+	if t.IsZero() {
+		return `<span class="muted">never</span>`
+	}
+	iso := t.UTC().Format(time.RFC3339)
+	return template.HTML(`<time datetime="` + iso + `" title="` + iso + `">` + relative(now.Sub(t)) + `</time>`)
+}
+
+// stamp renders t as a UTC time of day (with the date if not today) and its age as tooltip.
+func stamp(now, t time.Time) template.HTML {
+	if t.IsZero() {
+		return `<span class="muted">never</span>`
+	}
+	u := t.UTC()
+	layout := "15:04:05"
+	if y, m, d := u.Date(); y != now.UTC().Year() || m != now.UTC().Month() || d != now.UTC().Day() {
+		layout = "Jan 2 15:04:05"
+	}
+	iso := u.Format(time.RFC3339Nano)
+	return template.HTML(`<time datetime="` + iso + `" title="` + iso + ` (` + relative(now.Sub(t)) + `)">` + u.Format(layout) + `</time>`)
+}
+
+// relative says how long ago an age was, to the second.
+func relative(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s ago"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds ago", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm ago", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
+}
+
+// dur renders a latency with three significant digits.
+func dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return sig3(float64(d)/float64(time.Microsecond)) + " µs"
+	case d < time.Second:
+		return sig3(float64(d)/float64(time.Millisecond)) + " ms"
+	}
+	return sig3(d.Seconds()) + " s"
+}
+
+func sig3(v float64) string {
+	switch {
+	case v >= 99.95:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 9.995:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
