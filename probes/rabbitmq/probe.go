@@ -30,18 +30,20 @@ func init() {
 
 // Probe is the RabbitMQ canary for one target.
 type Probe struct {
-	cfg      Config
-	target   string
-	instance string
-	queue    string
-	dialURL  string // the URL without user info
-	logger   *slog.Logger
-	report   probes.Reporter
-	run      uint64 // random per process: tells this run's messages from older ones
+	cfg       Config
+	target    string
+	instance  string
+	queue     string
+	dialURL   string // the URL without user info
+	logger    *slog.Logger
+	report    probes.Reporter
+	run       uint64 // random per process: tells this run's messages from older ones
+	ephemeral bool   // a one-shot run: Close deletes the queue
 
 	mu             sync.Mutex // guards the connection state below
 	conn           *amqp.Connection
 	pub            *amqp.Channel
+	pubClosed      chan *amqp.Error // why the broker closed pub, if it did
 	consuming      bool
 	connectedSince time.Time
 	dialErr        error
@@ -49,11 +51,13 @@ type Probe struct {
 	backoff        time.Duration
 	seq            uint64
 
-	pendMu  sync.Mutex
+	pendMu  sync.Mutex // guards pending and clock
 	pending map[uint64]pendingMsg
+	clock   lossClock
 
-	done chan struct{}
-	wg   sync.WaitGroup
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 const maxReconnectBackoff = 2 * time.Second
@@ -61,6 +65,32 @@ const maxReconnectBackoff = 2 * time.Second
 type pendingMsg struct {
 	intended, sent time.Time
 	confirmed      bool
+	confirmedAt    time.Duration // the loss clock when the broker confirmed it
+}
+
+// lossClock measures how long the consumer has demonstrably been able to
+// receive. It advances only between two signs of life (a publish confirm, a
+// delivery) of the same consuming connection, so neither a broker outage nor
+// a restart nor a hung connection not yet detected by heartbeats counts
+// towards loss_timeout: messages waiting in a durable queue are not "lost"
+// because the consumer could not reach them.
+type lossClock struct {
+	conn    *amqp.Connection // the connection the mark belongs to
+	mark    time.Time        // its last sign of life
+	elapsed time.Duration    // live time accumulated so far
+}
+
+// alive records a sign of life of conn at t. A new connection starts a new
+// mark: the time since the old one's last sign of life does not count.
+func (c *lossClock) alive(conn *amqp.Connection, t time.Time) {
+	if conn != c.conn {
+		c.conn, c.mark = conn, t
+		return
+	}
+	if t.After(c.mark) {
+		c.elapsed += t.Sub(c.mark)
+		c.mark = t
+	}
 }
 
 // New builds the probe; it does no I/O.
@@ -79,16 +109,17 @@ func New(t probes.Target) (*Probe, error) {
 		prefix = "dbcanary." + t.Name
 	}
 	p := &Probe{
-		cfg:      cfg,
-		target:   t.Name,
-		instance: t.InstanceID,
-		queue:    prefix + "." + t.InstanceID,
-		dialURL:  u.String(),
-		logger:   t.Logger,
-		report:   t.Report,
-		run:      rand.Uint64(),
-		pending:  map[uint64]pendingMsg{},
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		target:    t.Name,
+		instance:  t.InstanceID,
+		queue:     prefix + "." + t.InstanceID,
+		dialURL:   u.String(),
+		logger:    t.Logger,
+		report:    t.Report,
+		run:       rand.Uint64(),
+		ephemeral: t.Ephemeral,
+		pending:   map[uint64]pendingMsg{},
+		done:      make(chan struct{}),
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -106,7 +137,7 @@ func (p *Probe) Queue() string { return p.queue }
 
 // Prepare connects, declares the canary queue and starts the consumer.
 func (p *Probe) Prepare(ctx context.Context) error {
-	_, err := p.channel(ctx)
+	_, _, _, err := p.channel(ctx)
 	return err
 }
 
@@ -121,7 +152,35 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 }
 
 func (p *Probe) publish(ctx context.Context, out *probes.Outcome) error {
-	ch, err := p.channel(ctx)
+	intended := out.Intended
+	if intended.IsZero() {
+		intended = time.Now()
+	}
+	err := p.publishOne(ctx, intended, out)
+	if err != nil {
+		p.consumerDown(intended, err)
+	}
+	return err
+}
+
+// consumerDown reports a consume failure for a failed publish attempt when
+// the consumer is not connected either: an op that cannot run says so at
+// the publish cadence (one sample per attempt), with the connection's cause,
+// instead of going silent for the length of an outage.
+func (p *Probe) consumerDown(intended time.Time, err error) {
+	p.mu.Lock()
+	up := p.conn != nil && !p.conn.IsClosed() && p.consuming
+	p.mu.Unlock()
+	if up {
+		return // the consumer still works: only the publish failed
+	}
+	now := time.Now()
+	p.report.Report(OpConsume, intended, now, now, nil,
+		probes.Fail(probes.CauseOf(err), fmt.Errorf("rabbitmq %s: consumer of queue %s not connected: %w", p.dialURL, p.queue, err)))
+}
+
+func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.Outcome) error {
+	ch, closed, conn, err := p.channel(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,10 +188,6 @@ func (p *Probe) publish(ctx context.Context, out *probes.Outcome) error {
 	p.seq++
 	seq := p.seq
 	p.mu.Unlock()
-	intended := out.Intended
-	if intended.IsZero() {
-		intended = time.Now()
-	}
 	sent := time.Now()
 	body := encode(header{instance: p.instance, run: p.run, seq: seq, intended: intended.UnixNano(), sent: sent.UnixNano()}, p.cfg.MessageSize)
 	p.pendMu.Lock()
@@ -158,15 +213,29 @@ func (p *Probe) publish(ctx context.Context, out *probes.Outcome) error {
 		p.forget(seq)
 		if ch.IsClosed() {
 			// amqp091 resolves pending confirms as not acked when the channel
-			// closes: that is a lost connection, not a broker's nack.
+			// closes: the broker closed it (e.g. 403, no write permission) or
+			// the connection was lost; the close reason, sent first, says which.
+			select {
+			case ae, ok := <-closed:
+				if ok && ae != nil && ae.Code == amqp.AccessRefused {
+					return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not publish to queue %s through the default exchange: grant write permission on amq.default (see docs/rabbitmq.md): %w",
+						p.dialURL, p.cfg.Username, p.queue, ae))
+				}
+				if ok && ae != nil {
+					return p.classify("publish", ae)
+				}
+			default:
+			}
 			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed message seq %d", p.dialURL, seq))
 		}
 		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked message seq %d on queue %s", seq, p.queue))
 	}
 	out.BytesSent = int64(len(body))
+	now := time.Now()
 	p.pendMu.Lock()
+	p.clock.alive(conn, now)
 	if m, ok := p.pending[seq]; ok {
-		m.confirmed = true
+		m.confirmed, m.confirmedAt = true, p.clock.elapsed
 		p.pending[seq] = m
 	}
 	p.pendMu.Unlock()
@@ -184,18 +253,18 @@ func (p *Probe) forget(seq uint64) {
 // doubling to 2 s during which ops fail fast with the last dial error: one dial
 // per 2 s is no load on a broker, and the target is seen up again within
 // ~2 s of the broker's return.
-func (p *Probe) channel(ctx context.Context) (*amqp.Channel, error) {
+func (p *Probe) channel(ctx context.Context) (*amqp.Channel, <-chan *amqp.Error, *amqp.Connection, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn != nil && !p.conn.IsClosed() && p.pub != nil && !p.pub.IsClosed() && p.consuming {
-		return p.pub, nil
+		return p.pub, p.pubClosed, p.conn, nil
 	}
 	if p.conn != nil {
 		_ = p.conn.Close()
 		p.conn, p.pub, p.consuming = nil, nil, false
 	}
 	if time.Now().Before(p.nextDial) {
-		return nil, p.dialErr
+		return nil, nil, nil, p.dialErr
 	}
 	if err := p.connectLocked(ctx); err != nil {
 		p.backoff = min(max(2*p.backoff, 250*time.Millisecond), maxReconnectBackoff)
@@ -205,52 +274,16 @@ func (p *Probe) channel(ctx context.Context) (*amqp.Channel, error) {
 			_ = p.conn.Close()
 			p.conn, p.pub, p.consuming = nil, nil, false
 		}
-		return nil, err
+		return nil, nil, nil, err
 	}
 	p.backoff, p.dialErr, p.nextDial = 0, nil, time.Time{}
-	return p.pub, nil
+	return p.pub, p.pubClosed, p.conn, nil
 }
 
 func (p *Probe) connectLocked(ctx context.Context) error {
-	password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	conn, vhost, err := p.dial(ctx)
 	if err != nil {
-		return probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", p.dialURL, err))
-	}
-	uri, err := amqp.ParseURI(p.dialURL)
-	if err != nil {
-		return probes.Fail(probes.CauseOther, fmt.Errorf("rabbitmq url: %w", err))
-	}
-	acfg := amqp.Config{
-		SASL:      []amqp.Authentication{&amqp.PlainAuth{Username: p.cfg.Username, Password: password}},
-		Vhost:     uri.Vhost,
-		Heartbeat: p.cfg.Heartbeat,
-		Properties: amqp.Table{
-			"connection_name": fmt.Sprintf("dbcanary %s %s", p.target, p.instance),
-			"product":         "dbcanary",
-		},
-		Dial: p.dialer(ctx),
-	}
-	if uri.Scheme == "amqps" || p.cfg.TLS.Configured() {
-		tc, err := p.cfg.TLS.Build(uri.Host)
-		if err != nil {
-			return err
-		}
-		acfg.TLSClientConfig = tc
-		if uri.Scheme != "amqps" {
-			// DialConfig only wraps the socket in TLS for amqps://; do it here for tls.enabled.
-			base := acfg.Dial
-			acfg.Dial = func(network, addr string) (net.Conn, error) {
-				c, err := base(network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return tlsClient(c, tc)
-			}
-		}
-	}
-	conn, err := amqp.DialConfig(p.dialURL, acfg)
-	if err != nil {
-		return p.classify("connect", err)
+		return err
 	}
 	p.conn = conn
 	pub, err := conn.Channel()
@@ -272,13 +305,66 @@ func (p *Probe) connectLocked(ctx context.Context) error {
 	}
 	deliveries, err := sub.Consume(p.queue, fmt.Sprintf("dbcanary-%s-%x", p.instance, p.run), false, false, false, false, nil)
 	if err != nil {
+		if isAccessRefused(err) {
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not consume from queue %s: grant read permission on names matching ^%s in vhost %q: %w",
+				p.dialURL, p.cfg.Username, p.queue, quoteRE(p.queue), vhost, err))
+		}
 		return p.classify("consume", err)
 	}
-	p.pub, p.consuming, p.connectedSince = pub, true, time.Now()
+	p.pub, p.pubClosed = pub, pub.NotifyClose(make(chan *amqp.Error, 1))
+	p.consuming, p.connectedSince = true, time.Now()
+	p.pendMu.Lock()
+	p.clock.alive(conn, p.connectedSince)
+	p.pendMu.Unlock()
 	p.wg.Add(1)
 	go p.consume(conn, deliveries)
 	p.logger.Debug("connected", "queue", p.queue)
 	return nil
+}
+
+// dial opens an AMQP connection to the target's vhost.
+func (p *Probe) dial(ctx context.Context) (*amqp.Connection, string, error) {
+	password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	if err != nil {
+		return nil, "", probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", p.dialURL, err))
+	}
+	uri, err := amqp.ParseURI(p.dialURL)
+	if err != nil {
+		return nil, "", probes.Fail(probes.CauseOther, fmt.Errorf("rabbitmq url: %w", err))
+	}
+	acfg := amqp.Config{
+		SASL:      []amqp.Authentication{&amqp.PlainAuth{Username: p.cfg.Username, Password: password}},
+		Vhost:     uri.Vhost,
+		Heartbeat: p.cfg.Heartbeat,
+		Properties: amqp.Table{
+			"connection_name": fmt.Sprintf("dbcanary %s %s", p.target, p.instance),
+			"product":         "dbcanary",
+		},
+		Dial: p.dialer(ctx),
+	}
+	if uri.Scheme == "amqps" || p.cfg.TLS.Configured() {
+		tc, err := p.cfg.TLS.Build(uri.Host)
+		if err != nil {
+			return nil, "", err
+		}
+		acfg.TLSClientConfig = tc
+		if uri.Scheme != "amqps" {
+			// DialConfig only wraps the socket in TLS for amqps://; do it here for tls.enabled.
+			base := acfg.Dial
+			acfg.Dial = func(network, addr string) (net.Conn, error) {
+				c, err := base(network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return tlsClient(c, tc)
+			}
+		}
+	}
+	conn, err := amqp.DialConfig(p.dialURL, acfg)
+	if err != nil {
+		return nil, "", p.classifyConnect(uri.Vhost, err)
+	}
+	return conn, uri.Vhost, nil
 }
 
 func (p *Probe) declare(ch *amqp.Channel) error {
@@ -295,8 +381,8 @@ func (p *Probe) declare(ch *amqp.Channel) error {
 				return probes.Fail(probes.CauseServer, fmt.Errorf("canary queue %s exists with other arguments than queue_type=%s queue_expires=%s max_length=%d: delete it (it holds only canary messages) or change the config: %s",
 					p.queue, p.cfg.QueueType, p.cfg.QueueExpires, p.cfg.MaxLength, ae.Reason))
 			case amqp.AccessRefused:
-				return probes.Fail(probes.CauseAuth, fmt.Errorf("user %q may not declare queue %s: grant configure, write and read permissions on names matching ^%s on the vhost: %s",
-					p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
+				return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not declare queue %s: grant configure and read permissions on names matching ^%s and write permission on amq.default (see docs/rabbitmq.md): %s",
+					p.dialURL, p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
 			}
 		}
 		return p.classify("declare queue "+p.queue, err)
@@ -308,7 +394,11 @@ func (p *Probe) declare(ch *amqp.Channel) error {
 func (p *Probe) consume(conn *amqp.Connection, deliveries <-chan amqp.Delivery) {
 	defer p.wg.Done()
 	for d := range deliveries {
-		p.handle(d, time.Now())
+		now := time.Now()
+		p.pendMu.Lock()
+		p.clock.alive(conn, now)
+		p.pendMu.Unlock()
+		p.handle(d, now)
 		_ = d.Ack(false)
 	}
 	// The consumer is gone (connection lost, queue deleted, consumer cancelled):
@@ -362,8 +452,10 @@ func (p *Probe) reportFailure(now time.Time, err error) {
 }
 
 // sweepLost counts confirmed messages that did not come back within
-// loss_timeout. Time spent disconnected does not count: a durable queue
-// delivers its messages after a reconnect.
+// loss_timeout of the loss clock: only time during which the consumer was
+// demonstrably connected counts (see lossClock), so a broker outage or
+// restart does not turn messages waiting in a durable queue into losses;
+// they are received, late, after the reconnect.
 func (p *Probe) sweepLost() {
 	defer p.wg.Done()
 	tick := time.NewTicker(max(p.cfg.LossTimeout/4, 100*time.Millisecond))
@@ -373,34 +465,21 @@ func (p *Probe) sweepLost() {
 		case <-p.done:
 			return
 		case now := <-tick.C:
-			p.mu.Lock()
-			connected := p.conn != nil && !p.conn.IsClosed() && p.consuming
-			since := p.connectedSince
-			p.mu.Unlock()
-			if !connected {
-				continue
-			}
 			var lost []pendingMsg
 			var seqs []uint64
 			p.pendMu.Lock()
 			for seq, m := range p.pending {
-				start := m.sent
-				if since.After(start) {
-					start = since
-				}
-				if now.Sub(start) < p.cfg.LossTimeout {
+				if !m.confirmed || p.clock.elapsed-m.confirmedAt < p.cfg.LossTimeout {
 					continue
 				}
 				delete(p.pending, seq)
-				if m.confirmed {
-					lost = append(lost, m)
-					seqs = append(seqs, seq)
-				}
+				lost = append(lost, m)
+				seqs = append(seqs, seq)
 			}
 			p.pendMu.Unlock()
 			for i, m := range lost {
 				p.report.Report(OpConsume, m.intended, m.sent, now, nil, probes.Fail(probes.CauseLost,
-					fmt.Errorf("message seq %d, confirmed by the broker at %s, was not delivered from queue %s within %s",
+					fmt.Errorf("message seq %d, confirmed by the broker at %s, was not delivered from queue %s within %s of connected time",
 						seqs[i], m.sent.Format(time.RFC3339Nano), p.queue, p.cfg.LossTimeout)))
 			}
 		}
@@ -408,10 +487,21 @@ func (p *Probe) sweepLost() {
 }
 
 // Close implements probes.Probe.
+// A one-shot run (Ephemeral) first deletes its queue: its instance id is its
+// own, so nobody else reads it, and it should not linger until queue_expires.
 func (p *Probe) Close() error {
+	var err error
+	p.closeOnce.Do(func() { err = p.close() })
+	return err
+}
+
+func (p *Probe) close() error {
 	close(p.done)
 	p.mu.Lock()
-	var err error
+	var delErr, err error
+	if p.ephemeral {
+		delErr = p.deleteQueueLocked()
+	}
 	if p.conn != nil {
 		err = p.conn.Close()
 		p.conn, p.pub, p.consuming = nil, nil, false
@@ -421,7 +511,43 @@ func (p *Probe) Close() error {
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(delErr, err)
+}
+
+// deleteQueueLocked deletes the canary queue, on the open connection or a
+// new one, within connect_timeout. The caller holds p.mu.
+func (p *Probe) deleteQueueLocked() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ConnectTimeout)
+	defer cancel()
+	conn := p.conn
+	if conn == nil || conn.IsClosed() {
+		var err error
+		if conn, _, err = p.dial(ctx); err != nil {
+			return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+		}
+		defer conn.Close()
+	}
+	done := make(chan error, 1)
+	go func() {
+		ch, err := conn.Channel()
+		if err == nil {
+			_, err = ch.QueueDelete(p.queue, false, false, false)
+			_ = ch.Close()
+		}
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = conn.Close() // unblocks the channel calls
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+	}
+	p.logger.Debug("deleted the queue of this one-shot run", "queue", p.queue)
+	return nil
 }
 
 // dialer returns a Dial function bounded by connect_timeout and the op's deadline.
@@ -474,7 +600,9 @@ func (p *Probe) classify(what string, err error) error {
 		case amqp.ConnectionForced:
 			return probes.Fail(probes.CauseRefused, wrapped) // the broker is shutting down
 		case amqp.AccessRefused, amqp.NotAllowed:
-			return probes.Fail(probes.CauseAuth, wrapped)
+			// Credentials are checked at connect (classifyConnect): a refusal
+			// on an open connection is a missing permission.
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%w (user %q lacks a permission: see docs/rabbitmq.md)", wrapped, p.cfg.Username))
 		case amqp.NotFound:
 			return probes.Fail(probes.CauseNotFound, wrapped)
 		}
@@ -487,6 +615,30 @@ func (p *Probe) classify(what string, err error) error {
 		return probes.Fail(c, wrapped)
 	}
 	return probes.Fail(probes.CauseOther, wrapped)
+}
+
+// classifyConnect classifies a failed connection handshake: rejected
+// credentials are auth; a user whose login works but who may not open the
+// vhost (no permissions there, or no such vhost) is setup.
+func (p *Probe) classifyConnect(vhost string, err error) error {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) {
+		return p.classify("connect", err)
+	}
+	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", p.dialURL, err)
+	switch {
+	case ae == amqp.ErrCredentials, ae == amqp.ErrSASL,
+		ae.Code == amqp.AccessRefused && strings.Contains(strings.ToLower(ae.Reason), "login"):
+		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (check username and password)", wrapped))
+	case ae == amqp.ErrVhost, ae.Code == amqp.NotAllowed && strings.Contains(ae.Reason, "vhost"):
+		return probes.Fail(probes.CauseSetup, fmt.Errorf("%w (user %q authenticated but may not use vhost %q: grant permissions there, see docs/rabbitmq.md)", wrapped, p.cfg.Username, vhost))
+	}
+	return p.classify("connect", err)
+}
+
+func isAccessRefused(err error) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == amqp.AccessRefused
 }
 
 func quoteRE(s string) string {

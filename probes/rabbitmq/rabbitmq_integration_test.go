@@ -251,42 +251,6 @@ func TestWrongPasswordIsAuthAndMetricsStillServed(t *testing.T) {
 	}
 }
 
-// TestBrokerOutageAndRecovery stops the real broker and starts it again: the
-// target goes down and comes back without restarting the engine.
-func TestBrokerOutageAndRecovery(t *testing.T) {
-	h := enginetest.Start(t, config("mq-outage", "inst-o", env["DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"], ""))
-	enginetest.WaitFor(t, 20*time.Second, "healthy", func() bool {
-		return h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "consume", "result": "ok"}) >= 3
-	})
-	if err := stack.Stop("rabbitmq"); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = stack.Restart("rabbitmq")
-		}
-	}()
-	enginetest.WaitFor(t, 20*time.Second, "target down", func() bool {
-		return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "mq-outage"}) == 0
-	})
-	down := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"op": "publish"})
-	if down == 0 {
-		t.Error("no publish failures while the broker was down")
-	}
-	if err := stack.Restart("rabbitmq"); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
-	back := time.Now()
-	okBefore := h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "consume", "result": "ok"})
-	enginetest.WaitFor(t, 30*time.Second, "target up with fresh consumes", func() bool {
-		return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "mq-outage"}) == 1 &&
-			h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "consume", "result": "ok"}) >= okBefore+5
-	})
-	t.Logf("failures during outage: %v; up again %s after the broker was ready", h.Value(t, "dbcanary_op_failures_total", nil), time.Since(back).Round(100*time.Millisecond))
-}
-
 func diff(a, b []string) []string {
 	var out []string
 	for _, x := range a {

@@ -12,7 +12,7 @@ USER_NAME=dbcanary
 SBIN=/usr/lib/rabbitmq/bin
 
 export HOME=$DIR/home
-export RABBITMQ_NODENAME=dbcanary@localhost
+export RABBITMQ_NODENAME=${DBCANARY_RABBITMQ_NODENAME:-dbcanary@localhost} # tests that stop a broker run their own node
 export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
 export RABBITMQ_NODE_PORT=$PORT
 export RABBITMQ_DIST_PORT=$DIST_PORT
