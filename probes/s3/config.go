@@ -47,6 +47,9 @@ type Config struct {
 	MaxObjectsPerSize   int              `yaml:"max_objects_per_size"`
 	LifecycleExpiry     bool             `yaml:"lifecycle_expiry"`
 	ListConsistency     bool             `yaml:"list_consistency"`
+	// AbandonedAfter is how long a run's heartbeat may go unrefreshed before
+	// any live instance of the target deletes that run's objects (see gc.go).
+	AbandonedAfter time.Duration `yaml:"abandoned_after"`
 }
 
 // DefaultConfig holds the defaults.
@@ -61,6 +64,23 @@ var DefaultConfig = Config{
 	MaxObjectsPerSize:  4,
 	LifecycleExpiry:    true,
 	ListConsistency:    true,
+	AbandonedAfter:     24 * time.Hour,
+}
+
+// Bounds of abandoned_after: above the life of any object a live process may
+// still read (maxAge) with an hour for clock skew, and short enough that the
+// objects of dead processes do not pile up.
+const (
+	minAbandonedAfter = maxAge + time.Hour
+	maxAbandonedAfter = 30 * 24 * time.Hour
+)
+
+// fmtHours writes a whole number of hours as 13h rather than 13h0m0s.
+func fmtHours(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
 }
 
 // Size is a byte count written as 4KiB, 1MiB, 1GiB, 512B or a plain number.
@@ -186,6 +206,10 @@ func (c *Config) Validate() []error {
 	if c.MaxObjectsPerSize < 1 || c.MaxObjectsPerSize > 100 {
 		errs = append(errs, probes.Invalid("max_objects_per_size", "must be between 1 and 100, got %d", c.MaxObjectsPerSize))
 	}
+	if c.AbandonedAfter < minAbandonedAfter || c.AbandonedAfter > maxAbandonedAfter {
+		errs = append(errs, probes.Invalid("abandoned_after", "must be between %s (longer than the %s a canary object may still be read by the process that wrote it, plus an hour for clock skew; the heartbeat is refreshed every %s) and %s, got %s",
+			fmtHours(minAbandonedAfter), fmtHours(maxAge), heartbeatEvery, fmtHours(maxAbandonedAfter), c.AbandonedAfter))
+	}
 	return errs
 }
 
@@ -255,7 +279,7 @@ func (c *Config) Ops() []probes.OpSpec {
 			probes.OpSpec{Name: OpName(OpPut, s), DefaultRate: defaultObjectRate,
 				Help: fmt.Sprintf("write a %s object with deterministic content (multipart above multipart_threshold); overwrites the oldest canary object of that size when max_objects_per_size is reached", s)},
 			probes.OpSpec{Name: OpName(OpGet, s), DefaultRate: defaultObjectRate, Phases: []string{PhaseFirstByte, PhaseLastByte},
-				Help: fmt.Sprintf("read a %s canary object back and compare every byte; phases first_byte and last_byte are measured from the request", s)},
+				Help: fmt.Sprintf("read a %s canary object back and compare every byte; phases first_byte and last_byte count from the op's intended start, like its latency (a setup write of a first object is left out)", s)},
 			probes.OpSpec{Name: OpName(OpHead, s), DefaultRate: defaultObjectRate,
 				Help: fmt.Sprintf("HEAD a %s canary object and check its size and ETag", s)},
 			probes.OpSpec{Name: OpName(OpDelete, s), DefaultRate: defaultObjectRate,
@@ -263,6 +287,6 @@ func (c *Config) Ops() []probes.OpSpec {
 		)
 	}
 	specs = append(specs, probes.OpSpec{Name: OpList, DefaultRate: defaultListRate,
-		Help: "list this instance's prefix and check that every canary object written earlier is listed"})
+		Help: "list this process's prefix and check that every canary object written earlier is listed"})
 	return specs
 }

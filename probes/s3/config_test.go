@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -73,6 +74,7 @@ endpoint: https://s3.example.com
 bucket: canary-bucket
 sizes: [1KiB, 64MiB]
 multipart_threshold: 16MiB
+abandoned_after: 48h
 access_key_id_file: ` + keyFile + `
 secret_access_key_env: HOME
 `
@@ -82,7 +84,7 @@ secret_access_key_env: HOME
 	if errs := c.Validate(); len(errs) != 0 {
 		t.Fatalf("valid config: %v", errs)
 	}
-	if !slices.Equal(c.Sizes, []Size{KiB, 64 * MiB}) || c.MultipartThreshold != 16*MiB {
+	if !slices.Equal(c.Sizes, []Size{KiB, 64 * MiB}) || c.MultipartThreshold != 16*MiB || c.AbandonedAfter != 48*time.Hour {
 		t.Errorf("decoded sizes %v threshold %v", c.Sizes, c.MultipartThreshold)
 	}
 	if _, err := yaml.Marshal(&c); err != nil {
@@ -112,6 +114,10 @@ func TestValidateErrors(t *testing.T) {
 		{"threshold", func(c *Config) { c.MultipartThreshold = MiB }, "multipart_threshold: must be between 5MiB"},
 		{"max objects", func(c *Config) { c.MaxObjectsPerSize = 0 }, "max_objects_per_size: must be between 1 and 100"},
 		{"region", func(c *Config) { c.Region = "" }, "region: missing"},
+		{"abandoned_after short", func(c *Config) { c.AbandonedAfter = time.Hour },
+			"abandoned_after: must be between 13h (longer than the 12h a canary object may still be read by the process that wrote it, plus an hour for clock skew; the heartbeat is refreshed every 1m0s) and 720h, got 1h0m0s"},
+		{"abandoned_after zero", func(c *Config) { c.AbandonedAfter = 0 }, "abandoned_after: must be between 13h"},
+		{"abandoned_after long", func(c *Config) { c.AbandonedAfter = 1000 * time.Hour }, "abandoned_after: must be between 13h"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig

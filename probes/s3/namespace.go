@@ -15,12 +15,14 @@ import (
 // errNoBucket is a listing's answer when the bucket does not exist.
 var errNoBucket = errors.New("bucket does not exist")
 
-// Prepare checks the bucket by listing this instance's prefix (the only
-// bucket read the canary needs permission for), creates the bucket when it is
-// missing and allowed, deletes objects an earlier run of this instance left
-// behind, and sets the lifecycle rule where permitted.
+// Prepare checks the bucket by listing this run's prefix (the canary needs no
+// bucket-level read), creates the bucket when it is missing and allowed,
+// writes this run's heartbeat (which also proves the key may write under the
+// prefix), starts refreshing it, and sets the lifecycle rule where permitted.
+// It never deletes anything: objects of other processes, even with the same
+// instance id, are theirs, and abandoned ones are the collector's (gc.go).
 func (p *Probe) Prepare(ctx context.Context) error {
-	n, err := p.sweep(ctx, p.live.run)
+	err := p.checkBucket(ctx)
 	switch {
 	case errors.Is(err, errNoBucket):
 		if err := p.createBucket(ctx); err != nil {
@@ -29,16 +31,45 @@ func (p *Probe) Prepare(ctx context.Context) error {
 		p.live.reset()
 	case err != nil:
 		return err
-	case n > 0:
-		p.logger.Info("deleted canary objects left by an earlier run", "prefix", p.prefix, "objects", n)
 	}
+	if err := p.beat(ctx); err != nil {
+		return err
+	}
+	p.startBackground()
 	p.ensureLifecycle(ctx)
 	return nil
 }
 
+// checkBucket lists at most one key of this run's prefix.
+func (p *Probe) checkBucket(ctx context.Context) error {
+	_, err := p.firstKey(ctx, p.prefix)
+	switch {
+	case s3Code(err) == "NoSuchBucket":
+		return fmt.Errorf("%s: %w", p.where, errNoBucket)
+	case err != nil:
+		return p.classify("list", p.prefix, err)
+	}
+	return nil
+}
+
+// firstKey returns the first key listed under prefix, "" when there is none.
+func (p *Probe) firstKey(ctx context.Context, prefix string) (string, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing goroutine
+	info, ok := <-p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, MaxKeys: 1})
+	switch {
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case !ok:
+		return "", nil
+	}
+	return info.Key, info.Err
+}
+
 func (p *Probe) createBucket(ctx context.Context) error {
 	if !p.cfg.CreateBucket {
-		return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: the bucket does not exist and create_bucket is false: create it, or set create_bucket: true and grant s3:CreateBucket", p.where))
+		return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: bucket %q does not exist and create_bucket is false: create the bucket, or set create_bucket: true and grant s3:CreateBucket on arn:aws:s3:::%s",
+			p.where, p.cfg.Bucket, p.cfg.Bucket))
 	}
 	err := p.client.MakeBucket(ctx, p.cfg.Bucket, minio.MakeBucketOptions{Region: p.cfg.Region})
 	if err == nil {
@@ -51,60 +82,13 @@ func (p *Probe) createBucket(ctx context.Context) error {
 		case "BucketAlreadyOwnedByYou":
 			return nil // created meanwhile by another instance
 		case "AccessDenied":
-			return probes.Fail(probes.CauseAuth, fmt.Errorf("%s: the bucket does not exist and these credentials may not create it: missing permission s3:CreateBucket on arn:aws:s3:::%s (create the bucket, or grant that permission): %w",
-				p.where, p.cfg.Bucket, err))
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: bucket %q does not exist and these credentials may not create it: missing permission s3:CreateBucket on arn:aws:s3:::%s (create the bucket, or grant that permission): %w",
+				p.where, p.cfg.Bucket, p.cfg.Bucket, err))
 		case "BucketAlreadyExists":
-			return probes.Fail(probes.CauseAuth, fmt.Errorf("%s: the bucket name is taken by another account: choose another bucket: %w", p.where, err))
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: bucket name %q is taken by another account: choose another bucket: %w", p.where, p.cfg.Bucket, err))
 		}
 	}
 	return p.classify("create bucket", p.cfg.Bucket, err)
-}
-
-// sweep deletes the objects under this instance's prefix whose key is not
-// from run (all of them when run is empty) and returns how many it deleted.
-func (p *Probe) sweep(ctx context.Context, run string) (int, error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var stale []string
-	for info := range p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true}) {
-		if info.Err != nil {
-			var er minio.ErrorResponse
-			if errors.As(info.Err, &er) {
-				switch er.Code {
-				case "NoSuchBucket":
-					return 0, fmt.Errorf("%s: %w", p.where, errNoBucket)
-				case "AccessDenied":
-					return 0, probes.Fail(probes.CauseAuth, fmt.Errorf("%s: these credentials may not list the canary prefix: missing permission s3:ListBucket on arn:aws:s3:::%s for prefix %s: %w",
-						p.where, p.cfg.Bucket, p.prefix, info.Err))
-				}
-			}
-			return 0, p.classify("list", p.prefix, info.Err)
-		}
-		if !strings.HasPrefix(info.Key, p.prefix) {
-			continue // never touch a key outside the prefix, whatever the server lists
-		}
-		if name := info.Key[strings.LastIndexByte(info.Key, '/')+1:]; run != "" && strings.HasPrefix(name, run+"-") {
-			continue // this run's own object: the live set owns it
-		}
-		stale = append(stale, info.Key)
-		if len(stale) >= maxListed {
-			break
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, p.classify("list", p.prefix, err)
-	}
-	for i, key := range stale {
-		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
-			var er minio.ErrorResponse
-			if errors.As(err, &er) && er.Code == "AccessDenied" {
-				return i, probes.Fail(probes.CauseAuth, fmt.Errorf("%s: these credentials may not delete canary objects: missing permission s3:DeleteObject on arn:aws:s3:::%s/%s*: %w",
-					p.where, p.cfg.Bucket, p.base, err))
-			}
-			return i, p.classify("delete", key, err)
-		}
-	}
-	return len(stale), nil
 }
 
 // lifecycleDays is how long a canary object may outlive a crashed dbcanary.

@@ -35,20 +35,20 @@ func (o *object) readable(now time.Time) bool {
 // objects left in the bucket stays bounded by max per size.
 type liveSet struct {
 	mu     sync.Mutex
-	prefix string // <prefix><instance>/
-	run    string // random per process: keys never collide with an earlier run's
+	prefix string // <prefix><instance>/<run>/: this process's own keys
 	max    int
 	seq    uint64
 	bySize map[Size][]*object
 }
 
-func newLiveSet(prefix, run string, max int) *liveSet {
-	return &liveSet{prefix: prefix, run: run, max: max, bySize: map[Size][]*object{}}
+func newLiveSet(prefix string, max int) *liveSet {
+	return &liveSet{prefix: prefix, max: max, bySize: map[Size][]*object{}}
 }
 
+// newKey is <prefix><instance>/<run>/<size>/<sequence>: the layout gc.go parses.
 func (l *liveSet) newKey(s Size) string {
 	l.seq++
-	return fmt.Sprintf("%s%s/%s-%08d", l.prefix, s, l.run, l.seq)
+	return fmt.Sprintf("%s%s/%08d", l.prefix, s, l.seq)
 }
 
 // forRead picks a random readable object of the size and marks it busy; nil when none.

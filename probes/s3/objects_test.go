@@ -7,7 +7,7 @@ import (
 )
 
 func TestLiveSetBoundsAndOwnership(t *testing.T) {
-	l := newLiveSet("dbcanary/t/i/", "run1", 2)
+	l := newLiveSet("dbcanary/t/i/0123456789abcdef/", 2)
 	now := time.Now()
 	if o := l.forRead(KiB, now); o != nil {
 		t.Fatal("read from an empty set")
@@ -21,7 +21,7 @@ func TestLiveSetBoundsAndOwnership(t *testing.T) {
 		return o
 	}
 	a := write()
-	if !strings.HasPrefix(a.key, "dbcanary/t/i/1KiB/run1-") {
+	if !strings.HasPrefix(a.key, "dbcanary/t/i/0123456789abcdef/1KiB/0000000") {
 		t.Fatalf("key %s outside the prefix", a.key)
 	}
 	if o := l.forDelete(KiB, time.Now()); o != nil {
@@ -60,7 +60,7 @@ func TestLiveSetBoundsAndOwnership(t *testing.T) {
 }
 
 func TestLiveSetExpectedSkipsChanging(t *testing.T) {
-	l := newLiveSet("p/", "r", 4)
+	l := newLiveSet("p/", 4)
 	o, _, _ := l.forWrite(MiB)
 	l.written(MiB, o, 1, "", time.Now(), false)
 	exp := l.expected(time.Now())
@@ -79,5 +79,42 @@ func TestLiveSetExpectedSkipsChanging(t *testing.T) {
 	old := l.expected(time.Now().Add(maxAge + time.Minute))
 	if len(old) != 0 {
 		t.Fatal("objects older than maxAge are expected in a listing")
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	for _, tc := range []struct {
+		rel   string
+		kind  keyKind
+		group string
+	}{
+		{"pod-a/0123456789abcdef/.heartbeat", keyHeartbeat, "pod-a/0123456789abcdef/"},
+		{"pod-a/0123456789abcdef/4KiB/00000001", keyObject, "pod-a/0123456789abcdef/"},
+		{"pod-a/0123456789abcdef/512B/000000012345", keyObject, "pod-a/0123456789abcdef/"},
+		{"it-1-once-abc123/0123456789abcdef/8MiB/00000009", keyObject, "it-1-once-abc123/0123456789abcdef/"},
+		{"pod-a/4KiB/0123abcd-00000001", keyOldObject, "pod-a/4KiB/"},
+		// Anything else is never touched.
+		{"pod-a/0123456789abcdef/4KiB/x", keyForeign, ""},
+		{"pod-a/0123456789abcdef/4kib/00000001", keyForeign, ""},
+		{"pod-a/0123456789abcdef/4096B/00000001", keyForeign, ""}, // not the canonical 4KiB
+		{"pod-a/0123456789ABCDEF/4KiB/00000001", keyForeign, ""},
+		{"pod-a/0123456789abcde/.heartbeat", keyForeign, ""},
+		{"pod-a/0123456789abcdef/heartbeat", keyForeign, ""},
+		{"pod-a/0123456789abcdef/4KiB/00000001/x", keyForeign, ""},
+		{"Pod-A/0123456789abcdef/4KiB/00000001", keyForeign, ""},
+		{"/0123456789abcdef/4KiB/00000001", keyForeign, ""},
+		{"pod-a/4KiB/0123abcd-0001", keyForeign, ""},
+		{"pod-a/notes.txt", keyForeign, ""},
+		{"README", keyForeign, ""},
+		{"", keyForeign, ""},
+	} {
+		kind, group := parseKey(tc.rel)
+		if kind != tc.kind || group != tc.group {
+			t.Errorf("parseKey(%q) = %d %q; want %d %q", tc.rel, kind, group, tc.kind, tc.group)
+		}
+	}
+	// The heartbeat is listed before the objects of its run.
+	if !(heartbeatName < "0") {
+		t.Errorf("%q does not sort before the size folders", heartbeatName)
 	}
 }

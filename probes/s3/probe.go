@@ -36,8 +36,11 @@ type Probe struct {
 	cfg      Config
 	target   string
 	where    string // "s3 <endpoint> bucket <bucket>" for error messages
-	prefix   string // <prefix><instance>/: the only keys this probe touches
-	base     string // <prefix>: the lifecycle rule's scope, shared by instances
+	base     string // <prefix>: the lifecycle rule's and the collector's scope, shared by instances
+	prefix   string // <prefix><instance>/<run>/: the only keys this process writes
+	instance string
+	run      string // random per process: see gc.go
+	started  time.Time
 	client   *minio.Client
 	core     minio.Core
 	tr       *http.Transport
@@ -46,6 +49,21 @@ type Probe struct {
 	ops      map[string]opRef
 	bufPool  sync.Pool
 	lifeDone atomic.Bool // the lifecycle rule is set, or cannot be
+
+	heartbeat      string // <prefix><instance>/<run>/.heartbeat
+	ephemeral      bool   // a one-shot run: no collector
+	abandonedAfter time.Duration
+	heartbeatEvery time.Duration
+	gcEvery        time.Duration
+	gcFirstAfter   time.Duration
+	gcMaxListed    int
+	gcMaxDeleted   int
+	closeTimeout   time.Duration
+	bg             background
+	gc             gcState
+	gcWarned       atomic.Bool
+	gcPasses       atomic.Int64
+	wrote          atomic.Bool // something was written under the prefix: Close has work
 }
 
 // opRef is what an op name stands for.
@@ -114,19 +132,33 @@ func New(t probes.Target) (*Probe, error) {
 	if base == "" {
 		base = "dbcanary/" + t.Name + "/"
 	}
+	run := newRunID()
 	p := &Probe{
-		cfg:    cfg,
-		target: t.Name,
-		where:  fmt.Sprintf("s3 %s bucket %s", cfg.Endpoint, cfg.Bucket),
-		prefix: base + t.InstanceID + "/",
-		base:   base,
-		client: client,
-		core:   minio.Core{Client: client},
-		tr:     tr,
-		logger: t.Logger,
-		ops:    map[string]opRef{OpList: {kind: OpList}},
+		cfg:      cfg,
+		target:   t.Name,
+		where:    fmt.Sprintf("s3 %s bucket %s", cfg.Endpoint, cfg.Bucket),
+		base:     base,
+		prefix:   base + t.InstanceID + "/" + run + "/",
+		instance: t.InstanceID,
+		run:      run,
+		started:  time.Now(),
+		client:   client,
+		core:     minio.Core{Client: client},
+		tr:       tr,
+		logger:   t.Logger,
+		ops:      map[string]opRef{OpList: {kind: OpList}},
+
+		ephemeral:      t.Ephemeral,
+		abandonedAfter: cfg.AbandonedAfter,
+		heartbeatEvery: heartbeatEvery,
+		gcEvery:        gcEvery,
+		gcFirstAfter:   gcFirstAfter,
+		gcMaxListed:    gcMaxListed,
+		gcMaxDeleted:   gcMaxDeleted,
+		closeTimeout:   closeTimeout,
 	}
-	p.live = newLiveSet(p.prefix, fmt.Sprintf("%08x", rand.Uint32()), cfg.MaxObjectsPerSize)
+	p.heartbeat = p.prefix + heartbeatName
+	p.live = newLiveSet(p.prefix, cfg.MaxObjectsPerSize)
 	for _, s := range cfg.Sizes {
 		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
@@ -142,7 +174,7 @@ func New(t probes.Target) (*Probe, error) {
 	return p, nil
 }
 
-// Prefix returns the key prefix of this instance's canary objects.
+// Prefix returns the key prefix of this process's canary objects.
 func (p *Probe) Prefix() string { return p.prefix }
 
 // Bucket returns the canary bucket.
@@ -201,28 +233,47 @@ func (p *Probe) write(ctx context.Context, s Size, o *object, out *probes.Outcom
 }
 
 // readTarget returns an object to read; when none is readable yet (just
-// started, or all were deleted) it writes one first and only then marks the
-// request sent, so service time and phases cover the read alone.
-func (p *Probe) readTarget(ctx context.Context, s Size, out *probes.Outcome) (*object, error) {
+// started, or all were deleted) it writes one first and returns how long that
+// took: the caller marks the request sent only after it (service time covers
+// the read alone) and leaves it out of the phases.
+func (p *Probe) readTarget(ctx context.Context, s Size, out *probes.Outcome) (*object, time.Duration, error) {
 	if o := p.live.forRead(s, time.Now()); o != nil {
-		return o, nil
+		return o, 0, nil
 	}
 	o, _, ok := p.live.forWrite(s)
 	if !ok {
-		return nil, probes.Fail(probes.CauseOther, fmt.Errorf("%s: no %s canary object is free to read", p.where, s))
+		return nil, 0, probes.Fail(probes.CauseOther, fmt.Errorf("%s: no %s canary object is free to read", p.where, s))
 	}
+	start := time.Now()
 	var setup probes.Outcome
 	if err := p.write(ctx, s, o, &setup, true); err != nil {
-		return nil, fmt.Errorf("writing the %s object to read first: %w", s, err)
+		return nil, 0, fmt.Errorf("writing the %s object to read first: %w", s, err)
 	}
 	out.BytesSent += setup.BytesSent
-	return o, nil
+	return o, time.Since(start), nil
+}
+
+// phaseOrigin is where the get phases count from: the op's intended start, as
+// its latency, so a stall before the request was sent (a late schedule, a
+// busy connection pool, a slow credential refresh) shows in the phases the
+// latency alerts use. Only the canary's own setup write is left out: it is not
+// part of a client's read. Service time (from Outcome.Sent) stays the send.
+func phaseOrigin(out *probes.Outcome, setup time.Duration, sent time.Time) time.Time {
+	origin := out.Intended
+	if origin.IsZero() {
+		return sent
+	}
+	origin = origin.Add(setup)
+	if origin.After(sent) {
+		return sent
+	}
+	return origin
 }
 
 // get reads an object back, timing the first and the last body byte from the
-// request, and compares every byte with what was written.
+// op's intended start (phaseOrigin), and compares every byte with what was written.
 func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
-	o, err := p.readTarget(ctx, s, out)
+	o, setup, err := p.readTarget(ctx, s, out)
 	if err != nil {
 		return err
 	}
@@ -230,9 +281,10 @@ func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
 	defer func() { p.live.release(o, suspect) }()
 	sent := time.Now()
 	out.Sent = sent
+	origin := phaseOrigin(out, setup, sent)
 	body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, o.key, minio.GetObjectOptions{})
 	if err != nil {
-		err = p.classify("get", o.key, err)
+		err = p.classifyRead(ctx, "get", o, err)
 		if probes.CauseOf(err) == probes.CauseNotFound {
 			p.live.remove(s, o)
 		}
@@ -248,7 +300,7 @@ func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if first == 0 {
-				first = time.Since(sent)
+				first = time.Since(origin)
 			}
 			out.BytesReceived += int64(n)
 			if verr := v.check(buf[:n]); verr != nil {
@@ -263,7 +315,7 @@ func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
 			return p.classify(fmt.Sprintf("get (after %d of %d bytes)", v.got, o.size), o.key, rerr)
 		}
 	}
-	last := time.Since(sent)
+	last := time.Since(origin)
 	if verr := v.done(); verr != nil {
 		suspect = true
 		return probes.Fail(probes.CauseMismatch, fmt.Errorf("%s: get %s: %w", p.where, o.key, verr))
@@ -275,7 +327,7 @@ func (p *Probe) get(ctx context.Context, s Size, out *probes.Outcome) error {
 
 // head checks an object's size and ETag without reading it.
 func (p *Probe) head(ctx context.Context, s Size, out *probes.Outcome) error {
-	o, err := p.readTarget(ctx, s, out)
+	o, _, err := p.readTarget(ctx, s, out)
 	if err != nil {
 		return err
 	}
@@ -284,7 +336,7 @@ func (p *Probe) head(ctx context.Context, s Size, out *probes.Outcome) error {
 	out.Sent = time.Now()
 	info, err := p.client.StatObject(ctx, p.cfg.Bucket, o.key, minio.StatObjectOptions{})
 	if err != nil {
-		err = p.classify("head", o.key, err)
+		err = p.classifyRead(ctx, "head", o, err)
 		if probes.CauseOf(err) == probes.CauseNotFound {
 			p.live.remove(s, o)
 		}
@@ -332,11 +384,11 @@ func (p *Probe) delete(ctx context.Context, s Size, out *probes.Outcome) error {
 	return nil
 }
 
-// maxListed bounds a listing: the prefix holds at most sizes x max objects
-// of this run plus leftovers the sweep has not removed yet.
+// maxListed bounds a listing of this run's prefix, which holds at most
+// 2 x sizes x max_objects_per_size objects and the heartbeat.
 const maxListed = 10000
 
-// list lists this instance's prefix and, with list_consistency, checks that
+// list lists this process's prefix and, with list_consistency, checks that
 // every object written before the listing started is in it.
 func (p *Probe) list(ctx context.Context, out *probes.Outcome) error {
 	expected := p.live.expected(time.Now())
@@ -372,18 +424,18 @@ func (p *Probe) list(ctx context.Context, out *probes.Outcome) error {
 	return nil
 }
 
-// Close deletes every object under this instance's prefix (bounded to a
-// few seconds) and releases idle connections.
-func (p *Probe) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.sweep(ctx, "")
-	p.tr.CloseIdleConnections()
-	return err
+// authCodes are S3 error codes saying the credentials themselves were
+// rejected: unknown key, wrong secret, expired or invalid session token.
+var authCodes = map[string]bool{
+	"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "ExpiredToken": true, "InvalidToken": true,
+	"TokenRefreshRequired": true, "AuthorizationHeaderMalformed": true, "InvalidSecurity": true,
+	"AccountProblem": true, "InvalidClientTokenId": true, "RequestTimeTooSkewed": true,
 }
 
 // classify turns a minio-go error into a cause with a message naming the
-// target, bucket and key (never credentials).
+// target, bucket and key (never credentials). Rejected credentials are auth;
+// valid credentials that lack a permission (AccessDenied), or a missing
+// bucket, are setup: both are configuration problems, never data loss.
 func (p *Probe) classify(what, key string, err error) error {
 	var pe *probes.Error
 	if errors.As(err, &pe) {
@@ -392,17 +444,23 @@ func (p *Probe) classify(what, key string, err error) error {
 	wrapped := fmt.Errorf("%s: %s %s: %w", p.where, what, key, err)
 	var er minio.ErrorResponse
 	if errors.As(err, &er) && (er.Code != "" || er.StatusCode != 0) {
-		switch er.Code {
-		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
-			"TokenRefreshRequired", "AuthorizationHeaderMalformed", "InvalidSecurity", "AccountProblem":
-			return probes.Fail(probes.CauseAuth, wrapped)
-		case "NoSuchKey":
+		switch {
+		case authCodes[er.Code]:
+			return probes.Fail(probes.CauseAuth, fmt.Errorf("%s: %s %s: the credentials were rejected: %w", p.where, what, key, err))
+		case er.Code == "AccessDenied" || er.Code == "AllAccessDisabled":
+			perm, arn := permissionFor(what), "arn:aws:s3:::"+p.cfg.Bucket
+			if perm != "s3:ListBucket" {
+				arn += "/" + key
+			}
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: %s %s: these credentials may not do this: missing permission %s on %s (see docs/s3.md for the policy): %w",
+				p.where, what, key, perm, arn, err))
+		case er.Code == "NoSuchKey":
 			return probes.Fail(probes.CauseNotFound, wrapped)
-		case "NoSuchBucket":
+		case er.Code == "NoSuchBucket":
 			p.live.reset()
-			return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: %s %s: bucket is gone: %w", p.where, what, key, probes.ErrNamespaceGone))
-		}
-		if er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized {
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: %s %s: bucket %q does not exist (deleted behind dbcanary's back?); it is recreated if create_bucket is true: %w",
+				p.where, what, key, p.cfg.Bucket, probes.ErrNamespaceGone))
+		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized:
 			return probes.Fail(probes.CauseAuth, wrapped)
 		}
 		return probes.Fail(probes.CauseServer, wrapped)
@@ -411,4 +469,57 @@ func (p *Probe) classify(what, key string, err error) error {
 		return probes.Fail(c, wrapped)
 	}
 	return probes.Fail(probes.CauseOther, wrapped)
+}
+
+// s3Code is the S3 error code inside err, or "".
+func s3Code(err error) string {
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		return er.Code
+	}
+	return ""
+}
+
+// permissionFor names the IAM action an operation needs.
+func permissionFor(what string) string {
+	switch {
+	case strings.HasPrefix(what, "put"):
+		return "s3:PutObject"
+	case strings.HasPrefix(what, "get"), strings.HasPrefix(what, "head"):
+		return "s3:GetObject"
+	case strings.HasPrefix(what, "delete"):
+		return "s3:DeleteObject"
+	case strings.HasPrefix(what, "list"):
+		return "s3:ListBucket"
+	case strings.HasPrefix(what, "create bucket"):
+		return "s3:CreateBucket"
+	}
+	return "for " + what
+}
+
+// classifyRead classifies a failed get or head of an object this run wrote.
+// An AccessDenied there is ambiguous: AWS answers it for a missing key when
+// s3:ListBucket does not cover the key, and a HEAD's 403 carries no code at
+// all, even for rejected credentials. Listing the key tells them apart: still
+// listed means a missing permission (setup), gone means the object is gone
+// (not_found), and a listing refused tells the credentials' state.
+func (p *Probe) classifyRead(ctx context.Context, what string, o *object, err error) error {
+	err = p.classify(what, o.key, err)
+	if s3Code(err) != "AccessDenied" {
+		return err
+	}
+	listed, lerr := p.firstKey(ctx, o.key)
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case lerr != nil:
+		lerr = p.classify("list", o.key, lerr)
+		if c := probes.CauseOf(lerr); c == probes.CauseAuth || c == probes.CauseSetup {
+			return probes.Fail(c, fmt.Errorf("%w (and listing it: %w)", err, lerr))
+		}
+		return err
+	case listed == o.key:
+		return err // listed: the object is there, reading it is not allowed
+	}
+	return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: %s %s: denied, and the key is no longer listed: the object is gone: %w", p.where, what, o.key, err))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -31,8 +32,14 @@ func testProbe(t *testing.T) *Probe {
 
 func TestNewDoesNoIOAndScopesThePrefix(t *testing.T) {
 	p := testProbe(t)
-	if p.Prefix() != "dbcanary/t/i-1/" || p.base != "dbcanary/t/" {
-		t.Fatalf("prefix %q base %q", p.Prefix(), p.base)
+	if !isRun(p.run) || p.Prefix() != "dbcanary/t/i-1/"+p.run+"/" || p.base != "dbcanary/t/" || p.heartbeat != p.Prefix()+".heartbeat" {
+		t.Fatalf("prefix %q base %q heartbeat %q", p.Prefix(), p.base, p.heartbeat)
+	}
+	if other := testProbe(t); other.Prefix() == p.Prefix() {
+		t.Fatal("two processes with the same instance id share a prefix")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("close without prepare: %v", err)
 	}
 	if err := p.Run(context.Background(), "get_3KiB", &probes.Outcome{}); err == nil {
 		t.Fatal("unknown op accepted")
@@ -46,14 +53,19 @@ func TestClassify(t *testing.T) {
 		want probes.Cause
 		gone bool
 	}{
-		{minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}, probes.CauseAuth, false},
+		{minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}, probes.CauseSetup, false},
+		{minio.ErrorResponse{Code: "AllAccessDisabled", StatusCode: 403}, probes.CauseSetup, false},
 		{minio.ErrorResponse{Code: "InvalidAccessKeyId", StatusCode: 403}, probes.CauseAuth, false},
 		{minio.ErrorResponse{Code: "SignatureDoesNotMatch", StatusCode: 403}, probes.CauseAuth, false},
+		{minio.ErrorResponse{Code: "ExpiredToken", StatusCode: 400}, probes.CauseAuth, false},
+		{minio.ErrorResponse{Code: "InvalidToken", StatusCode: 400}, probes.CauseAuth, false},
+		{minio.ErrorResponse{Code: "RequestTimeTooSkewed", StatusCode: 403}, probes.CauseAuth, false},
+		{minio.ErrorResponse{Code: "403 Forbidden", StatusCode: 403}, probes.CauseAuth, false},
 		{minio.ErrorResponse{Code: "NoSuchKey", StatusCode: 404}, probes.CauseNotFound, false},
-		{minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}, probes.CauseNotFound, true},
+		{minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}, probes.CauseSetup, true},
 		{minio.ErrorResponse{Code: "InternalError", StatusCode: 500}, probes.CauseServer, false},
 		{minio.ErrorResponse{Code: "SlowDown", StatusCode: 503}, probes.CauseServer, false},
-		{fmt.Errorf("wrapped: %w", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}), probes.CauseAuth, false},
+		{fmt.Errorf("wrapped: %w", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}), probes.CauseSetup, false},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, probes.CauseRefused, false},
 		{context.DeadlineExceeded, probes.CauseTimeout, false},
 		{errors.New("odd"), probes.CauseOther, false},
@@ -65,5 +77,48 @@ func TestClassify(t *testing.T) {
 		if !strings.Contains(err.Error(), "bucket dbcanary") {
 			t.Errorf("error does not name the bucket: %v", err)
 		}
+	}
+}
+
+// TestAccessDeniedNamesThePermission: each operation's AccessDenied names the
+// IAM action and the resource to grant.
+func TestAccessDeniedNamesThePermission(t *testing.T) {
+	p := testProbe(t)
+	denied := minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
+	key := "dbcanary/t/i-1/0123456789abcdef/4KiB/00000001"
+	for what, want := range map[string]string{
+		"put":                      "missing permission s3:PutObject on arn:aws:s3:::dbcanary/" + key,
+		"put (heartbeat)":          "missing permission s3:PutObject on arn:aws:s3:::dbcanary/" + key,
+		"get (after 1 of 2 bytes)": "missing permission s3:GetObject on arn:aws:s3:::dbcanary/" + key,
+		"head":                     "missing permission s3:GetObject on arn:aws:s3:::dbcanary/" + key,
+		"delete":                   "missing permission s3:DeleteObject on arn:aws:s3:::dbcanary/" + key,
+		"list":                     "missing permission s3:ListBucket on arn:aws:s3:::dbcanary ",
+	} {
+		err := p.classify(what, key, denied)
+		if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error()+" ", want) {
+			t.Errorf("%s: cause %s, %v; want %q", what, probes.CauseOf(err), err, want)
+		}
+	}
+}
+
+// TestPhaseOrigin: phases count from the intended start, minus a setup write,
+// never after the send.
+func TestPhaseOrigin(t *testing.T) {
+	sent := time.Now()
+	intended := sent.Add(-3 * time.Second)
+	var out probes.Outcome
+	out.Reset(intended)
+	if got := phaseOrigin(&out, 0, sent); !got.Equal(intended) {
+		t.Errorf("origin %v, want the intended start", sent.Sub(got))
+	}
+	if got := phaseOrigin(&out, time.Second, sent); !got.Equal(intended.Add(time.Second)) {
+		t.Errorf("origin with a 1 s setup write: %v before the send, want 2s", sent.Sub(got))
+	}
+	if got := phaseOrigin(&out, 5*time.Second, sent); !got.Equal(sent) {
+		t.Errorf("origin after the send: %v", got)
+	}
+	out.Reset(time.Time{})
+	if got := phaseOrigin(&out, 0, sent); !got.Equal(sent) {
+		t.Errorf("no intended start: origin %v", got)
 	}
 }

@@ -97,6 +97,18 @@ func removeAll(t *testing.T, c *minio.Client, bucket string) {
 	}
 }
 
+// canaryObjects lists the bucket without the heartbeat objects.
+func canaryObjects(t *testing.T, bucket string) []string {
+	t.Helper()
+	var keys []string
+	for _, k := range objects(t, admin(t), bucket) {
+		if !strings.HasSuffix(k, "/"+heartbeatName) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 func assertEmpty(t *testing.T, bucket string) {
 	t.Helper()
 	if keys := objects(t, admin(t), bucket); len(keys) != 0 {
@@ -117,10 +129,17 @@ func minioConfig(t *testing.T, bucket string) *Config {
 
 func newProbe(t *testing.T, name string, c *Config) *Probe {
 	t.Helper()
-	if errs := c.Validate(); len(errs) != 0 {
+	return newProbeAs(t, probes.Target{Name: name, InstanceID: "it-1", Config: c})
+}
+
+// newProbeAs builds a probe for a target with its own instance id or Ephemeral flag.
+func newProbeAs(t *testing.T, target probes.Target) *Probe {
+	t.Helper()
+	if errs := target.Config.Validate(); len(errs) != 0 {
 		t.Fatalf("config: %v", errs)
 	}
-	p, err := New(probes.Target{Name: name, InstanceID: "it-1", Config: c, Logger: enginetest.Logger()})
+	target.Logger = enginetest.Logger()
+	p, err := New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +271,11 @@ targets:
 func TestMismatchAndNotFound(t *testing.T) {
 	b := bucket(t, "dbcanary-it-integrity")
 	p := newProbe(t, "integrity", minioConfig(t, b))
-	// Left by an earlier run of this instance: Prepare deletes it. Outside
-	// the instance's prefix: never touched.
+	// Keys of other processes, even of this instance id, and keys outside the
+	// prefix: Prepare deletes nothing (abandoned runs are the collector's).
 	ctx := context.Background()
-	leftover := "dbcanary/integrity/it-1/4KiB/00000000-00000001"
-	others := []string{"dbcanary/integrity/it-2/4KiB/00000000-00000001", "dbcanary/integrity/it-10", "elsewhere/x"}
-	for _, k := range append([]string{leftover}, others...) {
+	others := []string{"dbcanary/integrity/it-1/4KiB/00000000-00000001", "dbcanary/integrity/it-2/4KiB/00000000-00000001", "dbcanary/integrity/it-10", "elsewhere/x"}
+	for _, k := range others {
 		if _, err := admin(t).PutObject(ctx, b, k, bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -265,8 +283,10 @@ func TestMismatchAndNotFound(t *testing.T) {
 	if err := prepare(t, p); err != nil {
 		t.Fatal(err)
 	}
-	if keys := objects(t, admin(t), b); !slices.Equal(keys, []string{"dbcanary/integrity/it-10", "dbcanary/integrity/it-2/4KiB/00000000-00000001", "elsewhere/x"}) {
-		t.Fatalf("after Prepare: %v", keys)
+	want := append(slices.Clone(others), p.heartbeat)
+	slices.Sort(want)
+	if keys := objects(t, admin(t), b); !slices.Equal(keys, want) {
+		t.Fatalf("after Prepare: %v, want %v", keys, want)
 	}
 	for _, k := range others {
 		if err := admin(t).RemoveObject(ctx, b, k, minio.RemoveObjectOptions{}); err != nil {
@@ -275,7 +295,7 @@ func TestMismatchAndNotFound(t *testing.T) {
 	}
 	mustRun(t, p, "put_4KiB")
 	mustRun(t, p, "get_4KiB")
-	keys := objects(t, admin(t), b)
+	keys := canaryObjects(t, b)
 	if len(keys) != 1 {
 		t.Fatalf("want one object, got %v", keys)
 	}
@@ -291,7 +311,7 @@ func TestMismatchAndNotFound(t *testing.T) {
 	t.Logf("overwrite: %v", err)
 
 	mustRun(t, p, "put_128KiB")
-	keys = objects(t, admin(t), b)
+	keys = canaryObjects(t, b)
 	var k128 string
 	for _, k := range keys {
 		if strings.Contains(k, "/128KiB/") {
@@ -306,7 +326,7 @@ func TestMismatchAndNotFound(t *testing.T) {
 	}
 
 	mustRun(t, p, "put_1MiB")
-	for _, k := range objects(t, admin(t), b) {
+	for _, k := range canaryObjects(t, b) {
 		if strings.Contains(k, "/1MiB/") {
 			if err := admin(t).RemoveObject(context.Background(), b, k, minio.RemoveObjectOptions{}); err != nil {
 				t.Fatal(err)
@@ -434,14 +454,14 @@ func TestLeastPrivilege(t *testing.T) {
 	p = newProbe(t, "least", c)
 	defer p.Close()
 	err = prepare(t, p)
-	if probes.CauseOf(err) != probes.CauseAuth || !strings.Contains(err.Error(), "missing permission s3:CreateBucket on arn:aws:s3:::"+missing) {
+	if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), "missing permission s3:CreateBucket on arn:aws:s3:::"+missing) {
 		t.Fatalf("missing bucket without s3:CreateBucket: cause %q, %v", probes.CauseOf(err), err)
 	}
 	t.Logf("missing bucket: %v", err)
 	c.CreateBucket = false
 	p2 := newProbe(t, "least", c)
 	defer p2.Close()
-	if err := prepare(t, p2); err == nil || !strings.Contains(err.Error(), "create_bucket is false") {
+	if err := prepare(t, p2); probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), "create_bucket is false") {
 		t.Fatalf("missing bucket with create_bucket false: %v", err)
 	}
 	if ok, _ := admin(t).BucketExists(context.Background(), missing); ok {
@@ -559,7 +579,7 @@ func TestBandwidthLimitSeparatesFirstAndLastByte(t *testing.T) {
 }
 
 // TestBucketDeletedIsRecreated: a bucket deleted behind the canary's back
-// gives not_found wrapping ErrNamespaceGone; Prepare then recreates it and
+// gives setup (never not_found) wrapping ErrNamespaceGone; Prepare then recreates it and
 // ops pass again without a not_found for the objects that went with it.
 func TestBucketDeletedIsRecreated(t *testing.T) {
 	b := bucket(t, "dbcanary-it-gone")
@@ -573,9 +593,11 @@ func TestBucketDeletedIsRecreated(t *testing.T) {
 	if err := admin(t).RemoveBucket(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	_, err := run(t, p, "put_4KiB", 10*time.Second)
-	if probes.CauseOf(err) != probes.CauseNotFound || !errors.Is(err, probes.ErrNamespaceGone) {
-		t.Fatalf("put into a deleted bucket: cause %q, %v", probes.CauseOf(err), err)
+	for _, op := range []string{"get_4KiB", "put_4KiB"} {
+		_, err := run(t, p, op, 10*time.Second)
+		if probes.CauseOf(err) != probes.CauseSetup || !errors.Is(err, probes.ErrNamespaceGone) {
+			t.Fatalf("%s in a deleted bucket: cause %q, %v", op, probes.CauseOf(err), err)
+		}
 	}
 	if err := prepare(t, p); err != nil {
 		t.Fatal(err)
