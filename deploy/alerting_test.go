@@ -116,8 +116,10 @@ func scrapedServices(t *testing.T, objs objects, sm *monitoringv1.ServiceMonitor
 		if !ok || !sel.Matches(labels.Set(svc.Labels)) {
 			continue
 		}
-		if !nss.Any && len(nss.MatchNames) > 0 && !slices.Contains(nss.MatchNames, svc.Namespace) ||
-			len(nss.MatchNames) == 0 && !nss.Any && svc.Namespace != sm.Namespace {
+		// No namespaceSelector: the ServiceMonitor's own namespace.
+		inNamespace := nss.Any || slices.Contains(nss.MatchNames, svc.Namespace) ||
+			len(nss.MatchNames) == 0 && svc.Namespace == sm.Namespace
+		if !inNamespace {
 			continue
 		}
 		for _, ep := range sm.Spec.Endpoints {

@@ -27,11 +27,17 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
+var (
+	amInstallOnce sync.Once
+	amInstallErr  error
+)
+
 // amtool returns Debian's amtool, installed with Alertmanager by test/stack/alertmanager.sh.
 func amtool(t *testing.T) string {
 	t.Helper()
-	if _, err := stack.Script("alertmanager", "install"); err != nil {
-		t.Fatalf("installing Alertmanager: %v", err)
+	amInstallOnce.Do(func() { _, amInstallErr = stack.Script("alertmanager", "install") })
+	if amInstallErr != nil {
+		t.Fatalf("installing Alertmanager: %v", amInstallErr)
 	}
 	p, err := exec.LookPath("amtool")
 	if err != nil {
