@@ -29,7 +29,7 @@ type Config struct {
 	// CreateBucket creates the bucket when it is missing (needs s3:CreateBucket).
 	CreateBucket bool `yaml:"create_bucket"`
 	// Prefix is where this target's canaries write, default dbcanary/<target>/;
-	// each instance writes under <prefix><instance id>/ only.
+	// each process writes under <prefix><instance id>/<run>/ only (gc.go).
 	Prefix string `yaml:"prefix"`
 	// Static credentials (files are re-read every minute, so a rotated
 	// Kubernetes Secret is picked up). Without them the default chain is used:
