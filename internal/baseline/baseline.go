@@ -51,6 +51,15 @@ type Policy struct {
 	DriftMinSeconds float64 `yaml:"drift_min_seconds"`
 	// Job is the Prometheus scrape job name of dbcanary.
 	Job string `yaml:"job"`
+	// StaleIntervals: an op is also not stale before this many of its own
+	// intervals (1 / dbcanary_op_expected_rate) have passed without a success.
+	StaleIntervals float64 `yaml:"stale_intervals"`
+	// ErrorMinFailures: the per-op error-ratio alert needs at least this many
+	// failures in its window (at low rates two failures are a large ratio).
+	ErrorMinFailures int `yaml:"error_min_failures"`
+	// MinSlowSamples: a latency alert needs at least this many samples above
+	// its threshold in the window (one slow sample is not a trend).
+	MinSlowSamples int `yaml:"min_slow_samples"`
 }
 
 // Source is a reference document.
@@ -191,6 +200,16 @@ func (b *File) Validate() Errors {
 	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
 		bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
 	}
+	// Policy knobs added after the first baseline files: absent means the default.
+	if b.Policy.StaleIntervals == 0 {
+		b.Policy.StaleIntervals = 3
+	}
+	if b.Policy.ErrorMinFailures == 0 {
+		b.Policy.ErrorMinFailures = 5
+	}
+	if b.Policy.MinSlowSamples == 0 {
+		b.Policy.MinSlowSamples = 2
+	}
 	p := b.Policy
 	if p.SLOObjective <= 0.9 || p.SLOObjective >= 1 {
 		bad("policy.slo_objective", "must be in (0.9, 1), got %g", p.SLOObjective)
@@ -202,6 +221,15 @@ func (b *File) Validate() Errors {
 	}
 	if time.Duration(p.StaleAfter) < time.Minute {
 		bad("policy.stale_after", "must be at least 1m, got %s", p.StaleAfter)
+	}
+	if p.StaleIntervals < 2 {
+		bad("policy.stale_intervals", "must be at least 2 (a success may come late by one interval), got %g", p.StaleIntervals)
+	}
+	if p.ErrorMinFailures < 1 {
+		bad("policy.error_min_failures", "must be at least 1, got %d", p.ErrorMinFailures)
+	}
+	if p.MinSlowSamples < 1 {
+		bad("policy.min_slow_samples", "must be at least 1, got %d", p.MinSlowSamples)
 	}
 	if p.DriftFactor <= 1 {
 		bad("policy.drift_factor", "must be above 1, got %g", p.DriftFactor)

@@ -30,7 +30,7 @@ func TestThresholdsOnBucketBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thresholdRE := regexp.MustCompile(`> ([0-9.]+)$`)
+	thresholdRE := regexp.MustCompile(`quantile="[0-9.]+"} > ([0-9.]+) and `)
 	n := 0
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -150,7 +150,7 @@ func TestTimeScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(files["dbcanary-rules.yml"])
-	for _, want := range []string{"[15s]", "[3m]", "offset 1h12m", "for: 30s", "> 15\n", "[3h36m]"} {
+	for _, want := range []string{"[15s]", "[3m]", "offset 1h12m", "for: 30s", ", 15)", "[3h36m]"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("scaled rules lack %q", want)
 		}

@@ -159,29 +159,65 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 
 	group("target down", []Series{{sel("dbcanary_target_up", tl), "1 0x20"}},
 		[]AlertTest{none("2m", AlertTargetDown), fires("5m", AlertTargetDown, e.expect(AlertTargetDown, tl, "0"))})
-	group("target up", []Series{{sel("dbcanary_target_up", tl), "1x20"}}, []AlertTest{none("10m", AlertTargetDown)})
+	group("target up", []Series{{sel("dbcanary_target_up", tl), "1x20"}}, []AlertTest{none("10m", AlertTargetDown), none("10m", AlertTargetMisconfigured)})
+	// Wrong credentials or a missing bucket: one page, as a setup problem.
+	group("target misconfigured", []Series{{sel("dbcanary_target_up", tl), "1 0x20"}, {sel("dbcanary_target_misconfigured", tl), "0 1x20"}},
+		[]AlertTest{none("2m", AlertTargetMisconfigured), fires("5m", AlertTargetMisconfigured, e.expect(AlertTargetMisconfigured, tl, "1")),
+			none("5m", AlertTargetDown)})
 
 	// Successes every minute until 5m, then none: at 15m the last was 10m ago.
-	group("canary stale", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x5 300x20"}},
+	rate1 := Series{sel("dbcanary_op_expected_rate", op), "1x30"}
+	group("canary stale", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x5 300x20"}, rate1},
 		[]AlertTest{none("9m", AlertStale), fires("15m", AlertStale, e.expect(AlertStale, op, "10m 0s"))})
-	group("canary fresh", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x20"}}, []AlertTest{none("15m", AlertStale)})
+	group("canary fresh", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x20"}, rate1}, []AlertTest{none("15m", AlertStale)})
+	// One run per 10 minutes: 10 minutes without a success is on schedule.
+	group("slow op is not stale between its runs", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x5 300x20"},
+		{sel("dbcanary_op_expected_rate", op), "0.0016666666666666668x30"}}, []AlertTest{none("15m", AlertStale)})
+	group("an op that never succeeded is not stale (it is down)", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0x30"}, rate1},
+		[]AlertTest{none("20m", AlertStale)})
 
 	// 0.9 successes and 0.1 failures per second: a 10 % error ratio.
 	failing := []Series{
 		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+54x100"},
 		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0+6x100"},
+		{sel("dbcanary_op_expected_rate", op), "1x100"},
 	}
 	healthy := []Series{
 		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+60x100"},
 		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0x100"},
+		{sel("dbcanary_op_expected_rate", op), "1x100"},
 	}
 	group("error ratio 10 %", failing, []AlertTest{none("4m", AlertErrorRatioHigh), fires("15m", AlertErrorRatioHigh, e.expect(AlertErrorRatioHigh, op, "10%"))})
 	group("error ratio 0", healthy, []AlertTest{none("15m", AlertErrorRatioHigh), none("70m", AlertErrorBudgetBurn)})
-	// A 10 % error ratio burns a 0.1 % budget 100x: both page windows and both ticket windows trip.
+	// An op at 0.06/s: two failures in 5 minutes are a 11 % ratio, not a pattern.
+	group("error ratio: two failures at a low rate", []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+4x4 16 18 20 22 24 26 28 30 32 34 36 38 40 42 44 46"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0x4 1 2x15"},
+		{sel("dbcanary_op_expected_rate", op), "0.06x20"},
+	}, []AlertTest{none("8m", AlertErrorRatioHigh), none("12m", AlertErrorRatioHigh)})
+	// 10 s of errors at 1 op/s, 5 minutes after the daemon started: not a
+	// 3 % ratio over "1h", 0.28 % of the hour's expected attempts.
+	group("error budget: a short burst in a fresh daemon", []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+60x5 290+60x30"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "refused")), "0x5 10x30"},
+		{sel("dbcanary_op_expected_rate", op), "1x35"},
+	}, []AlertTest{none("7m", AlertErrorBudgetBurn), none("9m", AlertErrorBudgetBurn)})
+	// A hard outage pages as DbcanaryTargetDown, not also as a burn.
+	group("error budget: an outage that paged as down", []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+60x5 300x30"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "refused")), "0x5 60+60x30"},
+		{sel("dbcanary_op_expected_rate", op), "1x35"},
+		{sel("dbcanary_target_up", tl), "1x5 0x30"},
+	}, []AlertTest{fires("12m", AlertTargetDown, e.expect(AlertTargetDown, tl, "0")), none("12m", AlertErrorBudgetBurn)})
+	// A 10 % error ratio burns a 0.1 % budget 100x: both page windows and both
+	// ticket windows trip. The ratio is over the attempts expected in the whole
+	// window, and the series is 70 minutes old: in the windows longer than it,
+	// its 420 failures are divided by the window's expected attempts.
+	burnValue := map[string]string{"1h": "10%", "6h": "1.944%", "1d": "0.4861%", "3d": "0.162%"}
 	burn := []ExpAlert{}
 	for _, r := range rules.Groups[2].Rules {
 		if r.Alert == AlertErrorBudgetBurn {
-			burn = append(burn, e.expect(AlertErrorBudgetBurn, merge(tl, "severity", r.Labels["severity"], "window", r.Labels["window"]), "10%"))
+			burn = append(burn, e.expect(AlertErrorBudgetBurn, merge(tl, "severity", r.Labels["severity"], "window", r.Labels["window"]), burnValue[r.Labels["window"]]))
 		}
 	}
 	group("error budget burn", failing, []AlertTest{none("1m", AlertErrorBudgetBurn), fires("70m", AlertErrorBudgetBurn, burn...)})
@@ -273,6 +309,23 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 		group(name+": above critical", bucketSeries(nc), []AlertTest{
 			fires("15m", AlertLatencyAboveBaseline, exp(w, vc), exp(c, vc))})
 		group(name+": below baseline", bucketSeries(les[0]), []AlertTest{none("15m", AlertLatencyAboveBaseline)})
+		if k != order[0] {
+			continue
+		}
+		// One slow sample among few is not a slow store: every sample fast
+		// but one above the critical bound at 5m; 12 samples in each 5m window.
+		var one []Series
+		for _, le := range append(les, math.Inf(1)) {
+			vals := "0+12x20"
+			if le < nc {
+				vals = "0+12x5 59+12x15"
+			}
+			one = append(one, Series{sel(metric, merge(sl, "le", leString(le))), vals})
+		}
+		group(name+": one slow sample", one, []AlertTest{none("7m", AlertLatencyAboveBaseline), none("9m", AlertLatencyAboveBaseline)})
+		// Unreachable: pages as down, not also as slow.
+		group(name+": target down", append(bucketSeries(nc), Series{sel("dbcanary_target_up", map[string]string{"target": l["target"], "backend": l["backend"]}), "0x20"}),
+			[]AlertTest{none("15m", AlertLatencyAboveBaseline)})
 	}
 	return &PromTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: "1m", Tests: tests}, nil
 }

@@ -29,6 +29,24 @@ type Options struct {
 	TimeScale float64
 	// RunbookURL is the runbook document; alerts link to its sections.
 	RunbookURL string
+	// For overrides the `for:` of alerts by name, or by "name:severity"
+	// (which wins), leaving every window as shipped. Only tests set it: the
+	// page-quality suite runs the shipped rules with shorter `for:`.
+	For map[string]time.Duration
+}
+
+// forOf is an alert's `for:` after any test override.
+func (o Options) forOf(alert, severity string, d time.Duration) string {
+	if v, ok := o.For[alert+":"+severity]; ok {
+		return model.Duration(v).String()
+	}
+	if v, ok := o.For[alert]; ok {
+		return model.Duration(v).String()
+	}
+	if d == 0 {
+		return ""
+	}
+	return o.dur(d)
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +113,7 @@ const (
 	AlertExporterDown         = "DbcanaryExporterDown"
 	AlertConfigReloadFailed   = "DbcanaryConfigReloadFailed"
 	AlertTargetDown           = "DbcanaryTargetDown"
+	AlertTargetMisconfigured  = "DbcanaryTargetMisconfigured"
 	AlertStale                = "DbcanaryCanaryStale"
 	AlertErrorRatioHigh       = "DbcanaryErrorRatioHigh"
 	AlertDataIntegrity        = "DbcanaryDataIntegrityFailure"
@@ -105,7 +124,7 @@ const (
 )
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
-var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown,
+var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
 	AlertLatencyAboveBaseline}
 
@@ -145,15 +164,17 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	rec := RuleGroup{Name: "dbcanary-recording"}
 	add := func(g *RuleGroup, r Rule) { g.Rules = append(g.Rules, r) }
 	for _, q := range Quantiles {
+		// Every attempt counts, failed ones too: a timed-out op is at least
+		// as slow as its timeout and must not drop out of the p99.
 		add(&rec, Rule{Record: RecLatencyQuantile, Labels: map[string]string{"quantile": qs(q)},
-			Expr: fmt.Sprintf(`histogram_quantile(%s, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket{result="ok"}[%s])))`, qs(q), w5)})
+			Expr: fmt.Sprintf(`histogram_quantile(%s, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket[%s])))`, qs(q), w5)})
 	}
 	for _, q := range Quantiles {
 		add(&rec, Rule{Record: RecPhaseQuantile, Labels: map[string]string{"quantile": qs(q)},
 			Expr: fmt.Sprintf(`histogram_quantile(%s, sum by (target, backend, op, phase, le) (rate(dbcanary_op_phase_seconds_bucket[%s])))`, qs(q), w5)})
 	}
 	add(&rec, Rule{Record: RecLatencyQuantile1h, Labels: map[string]string{"quantile": "0.99"},
-		Expr: fmt.Sprintf(`histogram_quantile(0.99, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket{result="ok"}[%s])))`, opt.dur(time.Hour))})
+		Expr: fmt.Sprintf(`histogram_quantile(0.99, sum by (target, backend, op, le) (rate(dbcanary_op_latency_seconds_bucket[%s])))`, opt.dur(time.Hour))})
 	add(&rec, Rule{Record: RecOpsRate, Expr: fmt.Sprintf(`sum by (target, backend, op, result) (rate(dbcanary_op_latency_seconds_count[%s]))`, w5)})
 	add(&rec, Rule{Record: RecFailuresRate, Expr: fmt.Sprintf(`sum by (target, backend, op, cause) (rate(dbcanary_op_failures_total[%s]))`, w5)})
 	add(&rec, Rule{Record: RecBytesRate, Expr: fmt.Sprintf(`sum by (target, backend, op, direction) (rate(dbcanary_op_bytes_total[%s]))`, w5)})
@@ -163,8 +184,16 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 		return fmt.Sprintf(`sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])) / (sum by (%[1]s) (rate(dbcanary_op_latency_seconds_count{result="ok"}[%[2]s])) + sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])))`, by, w)
 	}
 	add(&rec, Rule{Record: RecOpErrorRatio, Expr: ratio("target, backend, op", w5)})
+	// Error-budget windows divide failures by the attempts the config
+	// expects over the whole window (dbcanary_op_expected_rate), not by the
+	// attempts seen: a daemon started 5 minutes ago does not turn 10 s of
+	// errors into a 3 % ratio over "1h", and lost messages (failures without
+	// an attempt of their own) are still counted against the budget.
 	for _, w := range burnWindows {
-		add(&rec, Rule{Record: RecTargetErrorRatio + windowName(w), Expr: ratio("target, backend", opt.dur(w))})
+		ws := opt.dur(w)
+		add(&rec, Rule{Record: RecTargetErrorRatio + windowName(w), Expr: fmt.Sprintf(
+			`sum by (target, backend) (increase(dbcanary_op_failures_total[%[1]s])) / (sum by (target, backend) (avg_over_time(dbcanary_op_expected_rate[%[1]s])) * %[2]s)`,
+			ws, secs(opt, w))})
 	}
 
 	// Baselines as series, so boards can draw and divide by them.
@@ -189,12 +218,8 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	budget := 1 - p.SLOObjective
 	al := RuleGroup{Name: "dbcanary-alerts"}
 	alert := func(name, expr string, forDur time.Duration, sev, summary, desc string) Rule {
-		r := Rule{Alert: name, Expr: expr, Labels: map[string]string{"severity": sev},
+		return Rule{Alert: name, Expr: expr, Labels: map[string]string{"severity": sev}, For: opt.forOf(name, sev, forDur),
 			Annotations: map[string]string{"summary": summary, "description": desc, "runbook_url": opt.runbook(name)}}
-		if forDur > 0 {
-			r.For = opt.dur(forDur)
-		}
-		return r
 	}
 	add(&al, alert(AlertExporterAbsent, fmt.Sprintf(`absent(up{job="%s"})`, p.Job), 5*time.Minute, "critical",
 		"No dbcanary scrape target exists",
@@ -205,15 +230,20 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	add(&al, alert(AlertConfigReloadFailed, `dbcanary_config_last_reload_successful == 0`, 5*time.Minute, "warning",
 		"dbcanary {{ $labels.instance }} failed to reload its config",
 		"The last config reload failed (value {{ $value }}; baseline: 1 = success); the previous config keeps running."))
-	add(&al, alert(AlertTargetDown, `dbcanary_target_up == 0`, 2*time.Minute, "critical",
+	// A misconfigured target pages as such, not also as down.
+	add(&al, alert(AlertTargetDown, `dbcanary_target_up == 0 unless dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is down",
-		"dbcanary cannot reach {{ $labels.target }} (dbcanary_target_up = {{ $value }}; baseline: 1): timeout, refused, DNS, TLS, auth or server errors."))
-	add(&al, alert(AlertStale, fmt.Sprintf(`time() - dbcanary_last_success_timestamp_seconds > %s`, secs(opt, time.Duration(p.StaleAfter))), 2*time.Minute, "warning",
+		"dbcanary cannot reach {{ $labels.target }} (dbcanary_target_up = {{ $value }}; baseline: 1): the latest run of at least one op failed with timeout, refused, DNS, TLS or server errors. The status page (/) shows which op and the error."))
+	add(&al, alert(AlertTargetMisconfigured, `dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
+		"{{ $labels.backend }} target {{ $labels.target }} is misconfigured: credentials or permissions",
+		"dbcanary reaches {{ $labels.target }} but cannot use it (dbcanary_target_misconfigured = {{ $value }}; baseline: 0): credentials rejected (cause auth) or a missing bucket, index, keyspace, grant or permission (cause setup). This is a setup problem, not data loss: the status page (/) and the logs name what is missing."))
+	staleAfter := secs(opt, time.Duration(p.StaleAfter))
+	add(&al, alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0`, qs(p.StaleIntervals*opt.TimeScale), staleAfter), 2*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} has not succeeded recently",
-		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)))))
-	add(&al, alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s`, RecOpErrorRatio, qs(p.ErrorRatioWarning)), 5*time.Minute, "warning",
+		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s or %g of the op's intervals, whichever is longer).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)), p.StaleIntervals)))
+	add(&al, alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d`, RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures), 5*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
-		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning))))
+		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s and at least %d failures; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning), p.ErrorMinFailures)))
 	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found"}[%s])) > 0`, w5), 0, "critical",
 		"Data integrity failure on {{ $labels.backend }} target {{ $labels.target }}: {{ $labels.cause }}",
 		fmt.Sprintf("{{ $value | humanize }} %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
@@ -223,7 +253,10 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	for _, ba := range burnAlerts {
 		thr := qs(round(ba.factor * budget))
 		long, short := RecTargetErrorRatio+windowName(ba.long), RecTargetErrorRatio+windowName(ba.short)
-		add(&al, alert(AlertErrorBudgetBurn, fmt.Sprintf(`%s > %s and %s > %s`, long, thr, short, thr), ba.forDur, ba.severity,
+		// An outage that already paged as down or misconfigured does not page
+		// again as a burn while its failures are in the short window.
+		add(&al, alert(AlertErrorBudgetBurn, fmt.Sprintf(`(%s > %s and %s > %s) unless on (target, backend) max_over_time(ALERTS{alertname=~"%s|%s",alertstate="firing"}[%s])`,
+			long, thr, short, thr, AlertTargetDown, AlertTargetMisconfigured, opt.dur(ba.short)), ba.forDur, ba.severity,
 			fmt.Sprintf("%s target {{ $labels.target }} burns its error budget %gx too fast", "{{ $labels.backend }}", ba.factor),
 			fmt.Sprintf("Error ratio {{ $value | humanizePercentage }} over %s (and over %s) is above %s = %g x the %s error budget of the %s availability SLO (policy.slo_objective).",
 				opt.dur(ba.long), opt.dur(ba.short), pct(round(ba.factor*budget)), ba.factor, pct(budget), pct(p.SLOObjective))))
@@ -238,19 +271,27 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 
 	lat := RuleGroup{Name: "dbcanary-latency-baseline"}
 	for _, t := range th {
-		add(&lat, latencyRule(t, opt))
+		add(&lat, latencyRule(t, p.MinSlowSamples, opt))
 	}
 	return &RuleFile{Groups: []RuleGroup{rec, base, al, lat}}, nil
 }
 
-// latencyRule compares one recorded quantile with one threshold.
-func latencyRule(t Threshold, opt Options) Rule {
+// latencyRule compares one recorded quantile with one threshold. The
+// threshold sits on a bucket bound, so the samples above it in the window are
+// counted exactly: at least minSlow are required, and an unreachable target
+// (which pages as down) does not page as slow too.
+func latencyRule(t Threshold, minSlow int, opt Options) Rule {
+	w5 := opt.dur(5 * time.Minute)
 	sel := fmt.Sprintf(`%s{backend="%s",op="%s",quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, qs(t.Quantile))
+	hist, hsel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`backend="%s",op="%s"`, t.Backend, t.Op)
 	what := t.Op
 	if t.Phase != "" {
 		sel = fmt.Sprintf(`%s{backend="%s",op="%s",phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, t.Phase, qs(t.Quantile))
+		hist, hsel = "dbcanary_op_phase_seconds_bucket", hsel+fmt.Sprintf(`,phase="%s"`, t.Phase)
 		what = t.Op + " " + t.Phase
 	}
+	slow := fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,le="%[3]s"}[%[4]s]))`,
+		hist, hsel, leString(t.Bound), w5)
 	forDur := 10 * time.Minute
 	if t.Severity == "critical" {
 		forDur = 5 * time.Minute
@@ -263,13 +304,13 @@ func latencyRule(t Threshold, opt Options) Rule {
 	}
 	return Rule{
 		Alert:  AlertLatencyAboveBaseline,
-		Expr:   fmt.Sprintf("%s > %s", sel, qs(t.Bound)),
-		For:    opt.dur(forDur),
+		Expr:   fmt.Sprintf("%s > %s and on (target, backend, op) (%s) >= %d unless on (target, backend) dbcanary_target_up == 0", sel, qs(t.Bound), slow, minSlow),
+		For:    opt.forOf(AlertLatencyAboveBaseline, t.Severity, forDur),
 		Labels: labels,
 		Annotations: map[string]string{
 			"summary": fmt.Sprintf("%s %s %s on {{ $labels.target }} is above %gx its baseline", t.Figure.Backend, what, stat, t.Factor),
-			"description": fmt.Sprintf(`%s %s over %s is {{ printf "%%.3f" $value }}s, above the threshold %gs = %g x baseline %s %s (%gs, snapped to a bucket bound). Source: %s, %s; quoted "%s".`,
-				what, stat, opt.dur(5*time.Minute), t.Bound, t.Factor, stat, fmtFigure(t.Figure), round(t.Raw), t.Source.Document, t.Figure.Conditions, t.Figure.Quoted),
+			"description": fmt.Sprintf(`%s %s over %s is {{ printf "%%.3f" $value }}s, above the threshold %gs = %g x baseline %s %s (%gs, snapped to a bucket bound), with at least %d samples above it. Source: %s, %s; quoted "%s".`,
+				what, stat, w5, t.Bound, t.Factor, stat, fmtFigure(t.Figure), round(t.Raw), minSlow, t.Source.Document, t.Figure.Conditions, t.Figure.Quoted),
 			"runbook_url": opt.runbook(AlertLatencyAboveBaseline),
 		},
 	}
