@@ -254,9 +254,9 @@ func (p *Probe) readTarget(ctx context.Context, s Size, out *probes.Outcome) (*o
 }
 
 // phaseOrigin is where the get phases count from: the op's intended start, as
-// its latency, so a stall before the request was sent (a late schedule, a
-// busy connection pool, a slow credential refresh) shows in the phases the
-// latency alerts use. Only the canary's own setup write is left out: it is not
+// its latency, so a stall before the request was sent (the op started late
+// because every worker was busy or the in-flight bound was reached, or it
+// waited on a Prepare) shows in the phases the latency alerts use. Only the canary's own setup write is left out: it is not
 // part of a client's read. Service time (from Outcome.Sent) stays the send.
 func phaseOrigin(out *probes.Outcome, setup time.Duration, sent time.Time) time.Time {
 	origin := out.Intended
