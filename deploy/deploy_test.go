@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"slices"
 	"strings"
 	"sync"
@@ -238,6 +240,21 @@ func mustTemplate(t *testing.T, chart string, values ...string) objects {
 		t.Fatal(err)
 	}
 	return decodeStrict(t, out)
+}
+
+// onlyKind returns the single object of a kind.
+func onlyKind[T any](t *testing.T, objs objects, kind string) *T {
+	t.Helper()
+	var found []string
+	for _, k := range objs.keys() {
+		if strings.HasPrefix(k, kind+"/") {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s, have %v", kind, found)
+	}
+	return get[T](t, objs, found[0])
 }
 
 const allOptions = `
@@ -644,76 +661,20 @@ func checkConfig(t *testing.T, cm *corev1.ConfigMap) {
 	}
 }
 
-// kustomize renders a kustomization with kubectl's built-in kustomize when
-// present, else by reading its resources and configMapGenerator directly.
+// kustomize renders a kustomization with the kustomize library kubectl
+// embeds (sigs.k8s.io/kustomize/api), so no kubectl binary is needed.
 func kustomize(t *testing.T, dir string) objects {
 	t.Helper()
-	if kubectl, err := exec.LookPath("kubectl"); err == nil {
-		out, err := exec.Command(kubectl, "kustomize", dir).Output()
-		if err != nil {
-			t.Fatalf("kubectl kustomize %s: %v", dir, err)
-		}
-		return decodeStrict(t, out)
-	}
-	t.Log("kubectl not found: reading the kustomization's files directly")
-	var k struct {
-		APIVersion         string           `json:"apiVersion"`
-		Kind               string           `json:"kind"`
-		Resources          []string         `json:"resources"`
-		Labels             []map[string]any `json:"labels"`
-		ConfigMapGenerator []struct {
-			Name  string   `json:"name"`
-			Files []string `json:"files"`
-		} `json:"configMapGenerator"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	if err := yaml.UnmarshalStrict(b, &k); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
+	out, err := rm.AsYaml()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	var stream bytes.Buffer
-	for _, r := range k.Resources {
-		b, err := os.ReadFile(filepath.Join(dir, r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream.Write(b)
-		stream.WriteString("\n---\n")
-	}
-	for _, g := range k.ConfigMapGenerator {
-		cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: g.Name}, Data: map[string]string{}}
-		for _, f := range g.Files {
-			b, err := os.ReadFile(filepath.Join(dir, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm.Data[filepath.Base(f)] = string(b)
-		}
-		b, err := yaml.Marshal(cm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream.Write(b)
-		stream.WriteString("\n---\n")
-	}
-	return decodeStrict(t, stream.Bytes())
-}
-
-// onlyKind returns the single object of a kind.
-func onlyKind[T any](t *testing.T, objs objects, kind string) *T {
-	t.Helper()
-	var found []string
-	for _, k := range objs.keys() {
-		if strings.HasPrefix(k, kind+"/") {
-			found = append(found, k)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("want one %s, have %v", kind, found)
-	}
-	return get[T](t, objs, found[0])
+	return decodeStrict(t, out)
 }
 
 // TestKustomizeBaseMatchesChartDefaults: the plain manifests are the chart's
