@@ -67,12 +67,21 @@ func TestHTTPStatusCauses(t *testing.T) {
 		want   probes.Cause
 	}{
 		{http.StatusUnauthorized, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`, probes.CauseAuth},
-		{http.StatusForbidden, `{"error":{"type":"security_exception","reason":"no permissions for [indices:admin/create]"},"status":403}`, probes.CauseAuth},
+		// The user authenticated but lacks a permission: a setup mistake, not bad credentials.
+		{http.StatusForbidden, `{"error":{"type":"security_exception","reason":"no permissions for [indices:admin/create] and User [name=canary, backend_roles=[], requestedTenant=null]"},"status":403}`, probes.CauseSetup},
+		// A blocked index (read-only, disk flood stage) is an operational state of the cluster.
+		{http.StatusForbidden, `{"error":{"type":"cluster_block_exception","reason":"index [dbcanary-os-2025.01.01] blocked by: [FORBIDDEN/8/index write (api)];"},"status":403}`, probes.CauseServer},
+		{http.StatusTooManyRequests, `{"error":{"type":"cluster_block_exception","reason":"index [dbcanary-os-2025.01.01] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"},"status":429}`, probes.CauseServer},
+		// The index refuses the canary's documents (a template, an index made by something else).
+		{http.StatusBadRequest, `{"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [seq] of type [date]"},"status":400}`, probes.CauseSetup},
+		{http.StatusBadRequest, `{"error":{"type":"strict_dynamic_mapping_exception","reason":"mapping set to strict, dynamic introduction of [topic] within [_doc] is not allowed"},"status":400}`, probes.CauseSetup},
+		{http.StatusBadRequest, `{"error":{"type":"illegal_argument_exception","reason":"pipeline with id [nope] does not exist"},"status":400}`, probes.CauseSetup},
+		{http.StatusBadRequest, `{"error":{"type":"validation_exception","reason":"this action would add [1] total shards, but this cluster currently has [1000]/[1000] maximum shards open"},"status":400}`, probes.CauseServer},
 		{http.StatusInternalServerError, `{"error":{"type":"exception","reason":"boom"},"status":500}`, probes.CauseServer},
 		{http.StatusBadGateway, `<html>bad gateway</html>`, probes.CauseServer},
 	}
 	for _, tc := range cases {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+		t.Run(http.StatusText(tc.status)+" "+string(tc.want), func(t *testing.T) {
 			var gotAuth string
 			url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if u, pw, ok := r.BasicAuth(); ok {
@@ -162,11 +171,42 @@ func TestRetryOnAnotherNode(t *testing.T) {
 	p := testProbe(t, dead, func(c *Config) { c.Addresses = []string{dead, alive}; c.MaxRetries = 2 })
 	for range 3 {
 		err = p.Prepare(context.Background())
-		if c := probes.CauseOf(err); c != probes.CauseAuth {
-			t.Fatalf("cause %q, want auth from the live node (err: %v)", c, err)
+		if c := probes.CauseOf(err); c != probes.CauseSetup {
+			t.Fatalf("cause %q, want setup from the live node's 403 (err: %v)", c, err)
 		}
 	}
 	if hits.Load() == 0 {
 		t.Fatal("the live node was never asked")
+	}
+}
+
+// TestMappingCheckNeedsNoExtraPermission: a user allowed everything but
+// reading mappings still gets a working canary (the check is skipped with a
+// warning), while a 403 on what the canary needs is setup.
+func TestMappingCheckNeedsNoExtraPermission(t *testing.T) {
+	url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/_mapping"):
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":{"type":"security_exception","reason":"no permissions for [indices:admin/mappings/get]"},"status":403}`))
+		case r.URL.Path == "/_bulk":
+			items := strings.Repeat(`{"index":{"status":201}},`, refCount)
+			_, _ = w.Write([]byte(`{"errors":false,"items":[` + strings.TrimSuffix(items, ",") + `]}`))
+		case strings.HasPrefix(r.URL.Path, "/_cat/indices"):
+			_, _ = w.Write([]byte(`[]`))
+		case r.Method == http.MethodPut:
+			_, _ = w.Write([]byte(`{"acknowledged":true}`))
+		default:
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":{"type":"security_exception","reason":"no permissions"},"status":403}`))
+		}
+	})
+	p := testProbe(t, url, nil)
+	if err := p.Prepare(context.Background()); err != nil {
+		t.Fatalf("prepare without the mapping permission: %v", err)
+	}
+	if err := runOp(t, p, OpGet); probes.CauseOf(err) != probes.CauseSetup {
+		t.Fatalf("get refused: cause %q, want setup: %v", probes.CauseOf(err), err)
 	}
 }

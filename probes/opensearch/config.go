@@ -161,7 +161,7 @@ func (c *Config) Ops() []probes.OpSpec {
 	return []probes.OpSpec{
 		{Name: OpIndex, DefaultRate: 1, Help: "index one generated document into today's canary index"},
 		{Name: OpBulk, DefaultRate: 0.2, Help: "bulk-index bulk_size documents (index-append); any item error fails the op"},
-		{Name: OpSearchAll, DefaultRate: 0.5, Help: "match_all over this instance's documents; fails with mismatch if the reference set is not all there"},
+		{Name: OpSearchAll, DefaultRate: 0.5, Help: "match_all filtered to this instance's reference set; hits must be exactly the reference documents"},
 		{Name: OpSearchTerm, DefaultRate: 0.5, Help: "term query on the keyword field topic; hits must be exactly the expected reference documents"},
 		{Name: OpSearchPhrase, DefaultRate: 0.5, Help: "match_phrase on the body; hits must be exactly the expected reference documents"},
 		{Name: OpGet, DefaultRate: 1, Help: "get a document this instance indexed by id and compare every field"},

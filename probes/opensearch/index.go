@@ -1,12 +1,18 @@
 package opensearch
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // Canary indices are named <prefix><yyyy.mm.dd> (UTC day). They are shared by
@@ -92,11 +98,75 @@ func (p *Probe) ensureIndex(ctx context.Context, index string) error {
 	default:
 		return p.httpError("create index "+index, status, body)
 	}
+	if err := p.checkMapping(ctx, index); err != nil {
+		return err
+	}
 	if err := p.writeRefs(ctx, index); err != nil {
 		return err
 	}
 	p.ensured[index] = true
 	p.index = index
+	return nil
+}
+
+// fieldTypes is the type each field the canary writes and queries must have:
+// a term query on a text field, or a date stored as a long, would make the
+// canary's own checks fail and look like data loss.
+var fieldTypes = map[string]string{
+	"id": "keyword", "instance": "keyword", "kind": "keyword", "topic": "keyword",
+	"seq": "long", "date": "date", "title": "text", "abstract": "text", "body": "text",
+}
+
+// checkMapping reads the index's mapping back: an index template matching
+// the prefix can disable _source (gets would return no document) and an
+// index created by something else (auto-created by a stray write, or by an
+// older tool) can map the canary's fields otherwise. Either is a setup
+// problem to fix, never data loss.
+func (p *Probe) checkMapping(ctx context.Context, index string) error {
+	type field struct {
+		Type string `json:"type"`
+	}
+	var res map[string]struct {
+		Mappings struct {
+			Source *struct {
+				Enabled *bool `json:"enabled"`
+			} `json:"_source"`
+			Properties map[string]field `json:"properties"`
+		} `json:"mappings"`
+	}
+	what := "read the mapping of " + index
+	status, err := p.call(ctx, request{what: what, method: http.MethodGet, path: "/" + url.PathEscape(index) + "/_mapping"}, nil, &res, http.StatusOK)
+	if status == http.StatusForbidden {
+		// The check is a safety net: a user without the permission still gets a working canary.
+		p.logger.Warn("cannot check the canary index's mapping: grant indices:admin/mappings/get on the prefix", "index", index, "err", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: %d indices in the answer, want 1", p.target, what, len(res)))
+	}
+	var problems []string
+	for _, m := range res {
+		if m.Mappings.Source != nil && m.Mappings.Source.Enabled != nil && !*m.Mappings.Source.Enabled {
+			problems = append(problems, "_source is disabled (documents cannot be read back)")
+		}
+		for _, name := range slices.Sorted(maps.Keys(fieldTypes)) {
+			got, ok := m.Mappings.Properties[name]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("field %s is not mapped (want %s)", name, fieldTypes[name]))
+			case got.Type != fieldTypes[name]:
+				problems = append(problems, fmt.Sprintf("field %s is %s, want %s", name, cmp.Or(got.Type, "an object"), fieldTypes[name]))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return probes.Fail(probes.CauseSetup, fmt.Errorf("opensearch target %s: canary index %s cannot hold the canary's documents: %s. "+
+			"An index template matching %s* or an index created by something else? Fix the template, then delete the index (it holds only canary documents): dbcanary recreates it (see docs/opensearch.md)",
+			p.target, index, strings.Join(problems, "; "), p.prefix))
+	}
 	return nil
 }
 

@@ -3,11 +3,14 @@ package opensearch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,15 +33,17 @@ func init() {
 
 // Probe is the OpenSearch canary for one target.
 type Probe struct {
-	cfg      Config
-	target   string
-	instance string
-	prefix   string
-	run      string // random per process: op document ids never collide with an earlier run's
-	refs     []Document
-	client   *opensearchapi.Client
-	logger   *slog.Logger
-	now      func() time.Time
+	cfg       Config
+	target    string
+	instance  string
+	ephemeral bool // a one-shot run: Close deletes its documents
+	prefix    string
+	run       string // random per process: op document ids never collide with an earlier run's
+	refs      []Document
+	refIDs    []string // sorted
+	client    *opensearchapi.Client
+	logger    *slog.Logger
+	now       func() time.Time
 
 	mu      sync.Mutex // guards index creation and the fields below
 	index   string     // today's index, once ensured
@@ -66,16 +71,21 @@ func New(t probes.Target) (*Probe, error) {
 		prefix = "dbcanary-" + strings.ToLower(t.Name) + "-"
 	}
 	p := &Probe{
-		cfg:      cfg,
-		target:   t.Name,
-		instance: t.InstanceID,
-		prefix:   prefix,
-		run:      strconv.FormatUint(rand.Uint64()&0xffffffffff, 36),
-		refs:     refDocs(t.InstanceID),
-		logger:   t.Logger,
-		now:      time.Now,
-		ensured:  map[string]bool{},
+		cfg:       cfg,
+		target:    t.Name,
+		instance:  t.InstanceID,
+		ephemeral: t.Ephemeral,
+		prefix:    prefix,
+		run:       strconv.FormatUint(rand.Uint64()&0xffffffffff, 36),
+		refs:      refDocs(t.InstanceID),
+		logger:    t.Logger,
+		now:       time.Now,
+		ensured:   map[string]bool{},
 	}
+	for _, d := range p.refs {
+		p.refIDs = append(p.refIDs, d.ID)
+	}
+	sort.Strings(p.refIDs)
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,8 +147,71 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	return probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: unknown op %q", p.target, op))
 }
 
-// Close implements probes.Probe.
-func (p *Probe) Close() error { return p.client.Close() }
+// Close implements probes.Probe. A one-shot run (Ephemeral) first deletes the
+// documents it wrote: its instance id is its own, so nothing else reads them.
+func (p *Probe) Close() error {
+	var err error
+	if p.ephemeral {
+		err = p.deleteOwnDocuments()
+	}
+	return errors.Join(err, p.client.Close())
+}
+
+// deleteOwnDocuments deletes, by id, this run's reference sets and the
+// documents the write ops added (the last 64, which is all of a one-shot
+// run's); anything older goes with its daily index after retention.
+func (p *Probe) deleteOwnDocuments() error {
+	p.mu.Lock()
+	indices := slices.Sorted(maps.Keys(p.ensured))
+	p.mu.Unlock()
+	var b strings.Builder
+	n := 0
+	del := func(index, id string) {
+		b.WriteString(`{"delete":{"_index":`)
+		b.Write(mustJSON(index))
+		b.WriteString(`,"_id":`)
+		b.Write(mustJSON(id))
+		b.WriteString("}}\n")
+		n++
+	}
+	for _, index := range indices {
+		for _, id := range p.refIDs {
+			del(index, id)
+		}
+	}
+	p.recentMu.Lock()
+	for _, s := range p.recent[:min(p.nrecent, len(p.recent))] {
+		del(s.index, s.doc.ID)
+	}
+	p.recentMu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout)
+	defer cancel()
+	var res struct {
+		Items []map[string]struct {
+			Status int `json:"status"`
+		} `json:"items"`
+	}
+	what := fmt.Sprintf("delete the %d documents of this one-shot run", n)
+	if _, err := p.call(ctx, request{what: what, method: http.MethodPost, path: "/_bulk", body: []byte(b.String()), ndjson: true}, nil, &res, http.StatusOK); err != nil {
+		return err
+	}
+	failed := 0
+	for _, it := range res.Items {
+		for _, r := range it {
+			if r.Status >= 300 && r.Status != http.StatusNotFound {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("opensearch target %s: %s: %d failed (they go with their daily index after retention)", p.target, what, failed)
+	}
+	p.logger.Debug("deleted the documents of this one-shot run", "documents", n)
+	return nil
+}
 
 func (p *Probe) newDoc() Document {
 	seq := p.seq.Add(1)
@@ -313,21 +386,17 @@ func (p *Probe) refFilter(extra ...any) []any {
 	return append([]any{term("instance", p.instance), term("kind", kindRef)}, extra...)
 }
 
+// searchAll is the default search (match_all) restricted to this instance's
+// reference set: the hits must be exactly its documents, like the term and
+// phrase ops, so a reference document gone or added does not hide behind the
+// documents the write ops keep adding.
 func (p *Probe) searchAll(ctx context.Context, index string, out *probes.Outcome) error {
 	q := map[string]any{"bool": map[string]any{
 		"must":   []any{map[string]any{"match_all": map[string]any{}}},
-		"filter": []any{term("instance", p.instance)},
+		"filter": p.refFilter(),
 	}}
 	out.Sent = time.Now()
-	res, err := p.search(ctx, "search match_all", index, q, 10, out)
-	if err != nil {
-		return err
-	}
-	if res.Hits.Total.Value < refCount || len(res.Hits.Hits) == 0 {
-		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: match_all in %s found %d of this instance's documents, want at least the %d of the reference set",
-			p.target, index, res.Hits.Total.Value, refCount))
-	}
-	return nil
+	return p.expectHits(ctx, "search match_all", index, q, p.refIDs, out)
 }
 
 func (p *Probe) searchTerm(ctx context.Context, index string, out *probes.Outcome) error {
@@ -359,6 +428,11 @@ func (p *Probe) expectHits(ctx context.Context, what, index string, q any, want 
 	}
 	sort.Strings(got)
 	if d := sameIDs(want, got); d != "" || res.Hits.Total.Value != len(want) {
+		// Rewrite the reference set once the difference is counted, so one
+		// deleted reference document is reported once, not at every later search.
+		if err := p.writeRefs(ctx, index); err != nil {
+			p.logger.Warn("cannot rewrite the reference set", "index", index, "err", err)
+		}
 		return probes.Fail(probes.CauseMismatch, fmt.Errorf("opensearch target %s: %s in %s: %d hits, want %d: %s", p.target, what, index, res.Hits.Total.Value, len(want), d))
 	}
 	return nil

@@ -373,39 +373,3 @@ func TestRetentionDeletesOnlyOldCanaryIndices(t *testing.T) {
 		}
 	}
 }
-
-// Stopping the node makes the target go down; the engine keeps running and
-// the target comes back when the node does. Kept last: it restarts the node.
-func TestNodeRestart(t *testing.T) {
-	h := startEngine(t, "it-restart", "restart", `
-index: {rate: 5}
-get: {rate: 5}`)
-	enginetest.WaitFor(t, 30*time.Second, "target up", func() bool {
-		return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "restart"}) == 1 &&
-			h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": OpIndex, "result": "ok"}) >= 3
-	})
-	t0 := time.Now()
-	if err := stack.Stop("opensearch"); err != nil {
-		t.Fatal(err)
-	}
-	enginetest.WaitFor(t, 30*time.Second, "target down", func() bool {
-		return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "restart"}) == 0
-	})
-	down := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "restart", "cause": string(probes.CauseRefused)}) +
-		h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "restart", "cause": string(probes.CauseTimeout)})
-	if down == 0 {
-		t.Fatal("no refused or timeout failure while the node is down")
-	}
-	t.Logf("figure: target down %s after the stop began", time.Since(t0).Round(100*time.Millisecond))
-	t1 := time.Now()
-	if err := stack.Restart("opensearch"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("figure: node restarted in %s", time.Since(t1).Round(100*time.Millisecond))
-	okBefore := h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": OpIndex, "result": "ok"})
-	enginetest.WaitFor(t, 60*time.Second, "target up again", func() bool {
-		return h.Value(t, "dbcanary_target_up", enginetest.L{"target": "restart"}) == 1 &&
-			h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": OpIndex, "result": "ok"}) >= okBefore+3
-	})
-	t.Logf("figure: ops succeed again %s after the restart began", time.Since(t1).Round(100*time.Millisecond))
-}
