@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -53,5 +55,50 @@ func TestOnceAgainstRabbitMQ(t *testing.T) {
 	}
 	if strings.Contains(out+errOut, "wrong-password-marker") {
 		t.Error("the password appears in the output")
+	}
+}
+
+// TestOnceBesideTheDaemon: `dbcanary once` with the daemon's own config (a
+// Kubernetes startup check in the same pod has the same hostname, hence the
+// same instance id) must not consume the daemon's messages: it runs in a
+// namespace of its own. Before, the daemon counted every message once took
+// as lost: a critical data-integrity page caused by our own tool.
+func TestOnceBesideTheDaemon(t *testing.T) {
+	cfgFile := writeConfig(t, t.TempDir(), fmt.Sprintf(`
+global: {instance_id: beside-test}
+targets:
+  - name: mq
+    backend: rabbitmq
+    ops:
+      publish: {rate: 20}
+      consume: {}
+    rabbitmq:
+      url: %s
+      username: %s
+      password_file: %s
+      loss_timeout: 3s
+`, env.Get(t, "DBCANARY_TEST_RABBITMQ_URL"), env.Get(t, "DBCANARY_TEST_RABBITMQ_USER"), env.Get(t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE")))
+	body, err := os.ReadFile(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := enginetest.Start(t, string(body))
+	ok := func() float64 {
+		return float64(h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "consume", "result": "ok"}))
+	}
+	enginetest.WaitFor(t, 30*time.Second, "daemon consuming", func() bool { return ok() >= 20 })
+	for range 3 {
+		if code, out, errOut := run(t, "once", "--config.file", cfgFile); code != 0 {
+			t.Fatalf("once: exit %d\n%s\n%s", code, out, errOut)
+		}
+	}
+	// Every message the daemon published meanwhile must come back to it, and
+	// anything it would count lost is counted within loss_timeout.
+	before := ok()
+	enginetest.WaitFor(t, 30*time.Second, "daemon still consuming", func() bool { return ok() >= before+60 })
+	for _, cause := range []string{"lost", "mismatch", "not_found"} {
+		if n := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": cause}); n != 0 {
+			t.Errorf("the daemon counted %v %s failure(s) while once ran beside it", n, cause)
+		}
 	}
 }
