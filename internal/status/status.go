@@ -416,7 +416,8 @@ func (o *op) snapshot(now time.Time) OpStatus {
 			st.State = StateFailing
 		}
 	}
-	ok, byCause := o.fails.sum(now)
+	byCause := make([]uint64, numCauses)
+	ok := o.fails.sum(now, byCause)
 	lat := o.lat.merge(now)
 	if o.nmsgs > 0 {
 		st.Errors = make([]ErrorEntry, 0, o.nmsgs)

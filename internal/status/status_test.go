@@ -136,6 +136,20 @@ func TestFailureWindowByCause(t *testing.T) {
 	if fmt.Sprint(o.Causes) != fmt.Sprint(want) {
 		t.Errorf("causes %v, want %v (fixed cause order)", o.Causes, want)
 	}
+	// Every cause of the fixed set has its own counter, in the set's order.
+	s.TargetStarted("every", "noop", []string{"noop"}, "")
+	for _, cause := range probes.Causes {
+		s.OpRecorded("every", "noop", "noop", c.now(), 0, cause, probes.Fail(cause, errors.New(string(cause))))
+	}
+	if got := opOf(t, s, "every", "noop").Causes; len(got) != len(probes.Causes) {
+		t.Errorf("causes %v, want one of each of %v", got, probes.Causes)
+	} else {
+		for i, cc := range got {
+			if cc != (CauseCount{probes.Causes[i], 1}) {
+				t.Errorf("cause %d: %v, want %s 1", i, cc, probes.Causes[i])
+			}
+		}
+	}
 	// An unknown cause counts as other.
 	s.OpRecorded("a", "noop", "noop", c.now(), 0, "weird", errors.New("x"))
 	if o := opOf(t, s, "a", "noop"); o.Causes[len(o.Causes)-1] != (CauseCount{probes.CauseOther, 1}) {

@@ -7,7 +7,10 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// causeIndex maps a cause to its slot in failSlot.byCause; unknown causes count as other.
+// numCauses sizes the outcome counters; the cause set is fixed at build time.
+var numCauses = len(probes.Causes)
+
+// causeIndex maps a cause to its counter; unknown causes count as other.
 func causeIndex(c probes.Cause) int {
 	for i, k := range probes.Causes {
 		if k == c {
@@ -26,55 +29,49 @@ var otherIndex = func() int {
 	panic("probes.Causes has no CauseOther")
 }()
 
-// numCauses sizes the per-minute counters: no allocation per sample.
-const numCauses = 12
-
-func init() {
-	if len(probes.Causes) != numCauses {
-		panic("status: numCauses must equal len(probes.Causes)")
-	}
+// failRing holds an op's outcome counts for each of the last len(minute)
+// minutes: fixed memory, allocated once per op, whatever the op rate or error
+// rate. Slot i holds minute[i] (a unix minute; an older one is stale), its
+// successes ok[i], and its failures per cause in byCause[i*numCauses:].
+type failRing struct {
+	minute  []int64
+	ok      []uint32
+	byCause []uint32
 }
 
-// failSlot counts one minute's outcomes of an op.
-type failSlot struct {
-	minute  int64 // unix minute this slot holds; slots of older minutes are stale
-	ok      uint32
-	byCause [numCauses]uint32
+func newFailRing(minutes int) failRing {
+	return failRing{minute: make([]int64, minutes), ok: make([]uint32, minutes), byCause: make([]uint32, minutes*numCauses)}
 }
-
-// failRing holds the last len(slots) minutes of outcomes: fixed memory
-// whatever the op rate or error rate.
-type failRing struct{ slots []failSlot }
-
-func newFailRing(minutes int) failRing { return failRing{slots: make([]failSlot, minutes)} }
 
 func (r *failRing) add(t time.Time, cause probes.Cause, failed bool) {
 	m := t.Unix() / 60
-	s := &r.slots[int(m%int64(len(r.slots)))]
-	if s.minute != m {
-		*s = failSlot{minute: m}
+	i := int(m % int64(len(r.minute)))
+	counts := r.byCause[i*numCauses : (i+1)*numCauses]
+	if r.minute[i] != m {
+		r.minute[i], r.ok[i] = m, 0
+		clear(counts)
 	}
 	if failed {
-		s.byCause[causeIndex(cause)]++
+		counts[causeIndex(cause)]++
 	} else {
-		s.ok++
+		r.ok[i]++
 	}
 }
 
-// sum adds up the slots of the minutes within the window ending at now.
-func (r *failRing) sum(now time.Time) (ok uint64, byCause [numCauses]uint64) {
+// sum adds up the minutes within the window ending at now into byCause
+// (len numCauses) and returns the successes.
+func (r *failRing) sum(now time.Time, byCause []uint64) (ok uint64) {
 	cur := now.Unix() / 60
-	for i := range r.slots {
-		s := &r.slots[i]
-		if s.minute <= cur-int64(len(r.slots)) || s.minute > cur {
+	for i, m := range r.minute {
+		if m <= cur-int64(len(r.minute)) || m > cur {
 			continue
 		}
-		ok += uint64(s.ok)
-		for c, n := range s.byCause {
+		ok += uint64(r.ok[i])
+		for c, n := range r.byCause[i*numCauses : (i+1)*numCauses] {
 			byCause[c] += uint64(n)
 		}
 	}
-	return ok, byCause
+	return ok
 }
 
 // Latency histogram: log-scale buckets, 4 per octave (each ~19% wide), from
