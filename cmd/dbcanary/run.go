@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/internal/web"
@@ -71,6 +73,10 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		return err
 	}
 	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
+
+	if err := useStateDir(cfg.Global.StateDir, logger); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	// In vantage mode every dbcanary series carries vantage="<zone>".
@@ -227,4 +233,26 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	}
 	sf = addShardFlags(cmd.Flags())
 	return cmd
+}
+
+// useStateDir points the durability ledger at global.state_dir, creating it;
+// without one the ledger lives in memory and says so.
+func useStateDir(dir string, logger *slog.Logger) error {
+	if dir == "" {
+		logger.Info("durability ledger kept in memory (global.state_dir is not set): a restart forgets the acknowledged writes still to read back")
+		ledger.SetDir("")
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("global.state_dir: %w", err)
+	}
+	probe, err := os.CreateTemp(dir, ".write-test*")
+	if err != nil {
+		return fmt.Errorf("global.state_dir: cannot write there: %w", err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	logger.Info("durability ledger kept under global.state_dir", "state_dir", dir)
+	ledger.SetDir(dir)
+	return nil
 }

@@ -40,6 +40,9 @@ type Global struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxInFlight is the default bound on concurrent ops per target.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// StateDir keeps the durability ledger (internal/ledger) across restarts;
+	// empty keeps it in memory.
+	StateDir string `yaml:"state_dir"`
 }
 
 // DefaultGlobal is the global section's defaults.

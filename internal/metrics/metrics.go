@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -123,6 +124,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.Misconfigured, m.ExpectedRate, m.LastSuccess, m.Bytes, m.InFlight,
 		m.ReloadSuccess, m.ReloadTimestamp, m.Targets,
+		ledger.Collector(),
 		versioncollector.NewCollector(namespace),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -1,0 +1,464 @@
+// Package ledger is the durability ledger: a bounded record, per target, of
+// writes a store acknowledged (what was written, its checksum, when, at which
+// consistency), so probes can read each one back at set ages (1m, 10m, 1h)
+// and tell an operator that an acknowledged write is gone.
+//
+// A ledger lives in a small JSON file under the state directory (SetDir), so
+// it survives a restart of dbcanary; with no state directory it lives in
+// memory. A missing, unreadable or corrupt file starts a fresh, empty ledger:
+// an entry the canary does not know about is never checked, so a lost ledger
+// can only hide losses, never invent one.
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// Result is what one check of an entry found.
+type Result string
+
+// The check results: a small fixed set, safe as a metric label value.
+const (
+	Intact    Result = "intact"    // read back byte for byte as written
+	Missing   Result = "missing"   // the store says it does not have it
+	Corrupted Result = "corrupted" // it is there, but differs from what was written
+)
+
+// Results lists every result (metrics pre-create a series for each).
+var Results = []Result{Intact, Missing, Corrupted}
+
+// Entry is one acknowledged write.
+type Entry struct {
+	// Key names the write in the store: a row key, document id, object key,
+	// message sequence number.
+	Key string `json:"key"`
+	// Where is the namespace it was written to (table, index, bucket, queue),
+	// so a check reads it where it was written even if the config changed.
+	Where string `json:"where,omitempty"`
+	// Sum is the hex SHA-256 of what was written (Sum).
+	Sum string `json:"sum"`
+	// Size is the payload size in bytes.
+	Size int64 `json:"size,omitempty"`
+	// Acked is when the store acknowledged the write.
+	Acked time.Time `json:"acked"`
+	// Setting is the consistency or durability the write was acknowledged at
+	// (ONE, QUORUM, quorum queue, wait_for_active_shards=1, ...).
+	Setting string `json:"setting,omitempty"`
+	// Checked is the largest age at which the entry was already read back intact.
+	Checked time.Duration `json:"checked,omitempty"`
+}
+
+// Sum is the checksum the ledger keeps of a payload.
+func Sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// DefaultAges are the ages at which each entry is read back.
+var DefaultAges = []time.Duration{time.Minute, 10 * time.Minute, time.Hour}
+
+// DefaultMaxEntries bounds a ledger: at one write every 20 s and a last age
+// of 1 h it holds about 180 entries.
+const DefaultMaxEntries = 1000
+
+// fileVersion is bumped when the file format changes; an older or newer file
+// is ignored (a fresh ledger), never misread.
+const fileVersion = 1
+
+type file struct {
+	Version  int     `json:"version"`
+	Target   string  `json:"target"`
+	Backend  string  `json:"backend"`
+	Instance string  `json:"instance"`
+	Entries  []Entry `json:"entries"`
+}
+
+// Ledger is one target's record of acknowledged writes. It is safe for
+// concurrent use.
+type Ledger struct {
+	target, backend, instance string
+	ages                      []time.Duration
+	max                       int
+	path                      string // "" = in memory
+	logger                    *slog.Logger
+
+	mu      sync.Mutex
+	entries []Entry         // oldest first
+	busy    map[string]bool // keys being checked now
+	refs    int
+	warned  bool // the full-ledger warning was logged
+	seq     *counters
+}
+
+var (
+	dirMu sync.Mutex
+	dir   string
+	open  = map[string]*Ledger{}
+)
+
+// SetDir sets the state directory new ledgers keep their file in; "" keeps
+// them in memory. Ledgers already open keep their file.
+func SetDir(d string) {
+	dirMu.Lock()
+	defer dirMu.Unlock()
+	dir = d
+}
+
+// Dir returns the state directory ("" = in memory).
+func Dir() string {
+	dirMu.Lock()
+	defer dirMu.Unlock()
+	return dir
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9_.-]`)
+
+// FileName is the ledger file of a target under the state directory.
+func FileName(instance, target, backend string) string {
+	return "ledger-" + unsafeName.ReplaceAllString(instance, "_") + "-" + unsafeName.ReplaceAllString(backend, "_") +
+		"-" + unsafeName.ReplaceAllString(target, "_") + ".json"
+}
+
+// Options configure a ledger.
+type Options struct {
+	Target, Backend, Instance string
+	// Ages are the ages to check at, sorted; empty means DefaultAges.
+	Ages []time.Duration
+	// MaxEntries bounds the ledger; 0 means DefaultMaxEntries.
+	MaxEntries int
+	// Ephemeral keeps the ledger in memory whatever the state directory (one-shot runs).
+	Ephemeral bool
+	Logger    *slog.Logger
+}
+
+// Open returns the target's ledger, loading its file if there is one. Two
+// probes of the same target (a reload builds the new one before closing the
+// old) share one ledger; each calls Close.
+func Open(o Options) *Ledger {
+	ages := slices.Clone(o.Ages)
+	if len(ages) == 0 {
+		ages = slices.Clone(DefaultAges)
+	}
+	slices.Sort(ages)
+	ages = slices.Compact(ages)
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	dirMu.Lock()
+	defer dirMu.Unlock()
+	path := ""
+	if dir != "" && !o.Ephemeral {
+		path = filepath.Join(dir, FileName(o.Instance, o.Target, o.Backend))
+	}
+	id := o.Backend + "\x00" + o.Target + "\x00" + o.Instance + "\x00" + path
+	if l, ok := open[id]; ok {
+		l.mu.Lock()
+		l.refs++
+		l.ages, l.max = ages, o.MaxEntries
+		l.mu.Unlock()
+		return l
+	}
+	l := &Ledger{target: o.Target, backend: o.Backend, instance: o.Instance, ages: ages, max: o.MaxEntries,
+		path: path, logger: o.Logger.With("ledger", path), busy: map[string]bool{}, refs: 1}
+	l.seq = register(l)
+	if path != "" {
+		l.load()
+	}
+	open[id] = l
+	return l
+}
+
+// load reads the file; any problem starts a fresh ledger, logged.
+func (l *Ledger) load() {
+	data, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		l.logger.Info("durability ledger: no file yet, starting a fresh one", "target", l.target)
+		return
+	}
+	if err != nil {
+		l.logger.Warn("durability ledger: cannot read the file, starting a fresh one (writes acknowledged before are not checked)", "target", l.target, "err", err)
+		return
+	}
+	var f file
+	if err := json.Unmarshal(data, &f); err != nil {
+		l.logger.Warn("durability ledger: the file is corrupt, starting a fresh one (writes acknowledged before are not checked)", "target", l.target, "err", err)
+		return
+	}
+	if f.Version != fileVersion || f.Target != l.target || f.Backend != l.backend || f.Instance != l.instance {
+		l.logger.Warn("durability ledger: the file is of another version, target or instance, starting a fresh one",
+			"target", l.target, "file_version", f.Version, "file_target", f.Target, "file_instance", f.Instance)
+		return
+	}
+	now := time.Now()
+	last := l.ages[len(l.ages)-1]
+	for _, e := range f.Entries {
+		// An entry past every age was due while dbcanary was down; it is
+		// checked once, late. A malformed one is dropped.
+		if e.Key == "" || e.Sum == "" || e.Acked.IsZero() || e.Acked.After(now.Add(time.Hour)) {
+			continue
+		}
+		if e.Checked >= last {
+			continue
+		}
+		l.entries = append(l.entries, e)
+	}
+	slices.SortStableFunc(l.entries, func(a, b Entry) int { return a.Acked.Compare(b.Acked) })
+	if len(l.entries) > l.max {
+		l.entries = l.entries[len(l.entries)-l.max:]
+	}
+	l.logger.Info("durability ledger loaded", "target", l.target, "entries", len(l.entries))
+}
+
+// save writes the file atomically (temporary file, fsync, rename). Called with l.mu held.
+func (l *Ledger) save() error {
+	if l.path == "" {
+		return nil
+	}
+	data, err := json.Marshal(file{Version: fileVersion, Target: l.target, Backend: l.backend, Instance: l.instance, Entries: l.entries})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(l.path), filepath.Base(l.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("durability ledger: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("durability ledger: writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("durability ledger: syncing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("durability ledger: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), l.path); err != nil {
+		return fmt.Errorf("durability ledger: %w", err)
+	}
+	return nil
+}
+
+// Ages returns the ages entries are checked at.
+func (l *Ledger) Ages() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ages)
+}
+
+// Add records an acknowledged write. When the ledger is full the oldest
+// entry is dropped (unchecked at its later ages: never reported lost).
+// The returned error means the file could not be written: the entry is
+// still checked while this process runs.
+func (l *Ledger) Add(e Entry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.entries) >= l.max {
+		if !l.warned {
+			l.warned = true
+			l.logger.Warn("durability ledger is full: the oldest entries are dropped unchecked (ledger_write runs faster than ledger_check keeps up, or the ages are long)",
+				"target", l.target, "max_entries", l.max)
+		}
+		drop := -1
+		for i, old := range l.entries {
+			if !l.busy[old.Key] {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return errors.New("durability ledger is full and every entry is being checked")
+		}
+		l.entries = slices.Delete(l.entries, drop, drop+1)
+	}
+	l.entries = append(l.entries, e)
+	return l.save()
+}
+
+// Due is an entry to read back, and the age it is checked at.
+type Due struct {
+	Entry
+	Age time.Duration
+}
+
+// next is the age an entry is due at next, given now; ok is false when none is due yet.
+// A check that comes late (dbcanary was down) counts at the largest age passed.
+func (l *Ledger) next(e Entry, now time.Time) (time.Duration, bool) {
+	age := now.Sub(e.Acked)
+	var due time.Duration
+	for _, a := range l.ages {
+		if a > e.Checked && a <= age {
+			due = a
+		}
+	}
+	return due, due > 0
+}
+
+// Take returns up to n entries due for a check, oldest first, and marks them
+// busy until Record or Release.
+func (l *Ledger) Take(now time.Time, n int) []Due {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Due
+	for _, e := range l.entries {
+		if len(out) >= n {
+			break
+		}
+		if l.busy[e.Key] {
+			continue
+		}
+		if a, ok := l.next(e, now); ok {
+			l.busy[e.Key] = true
+			out = append(out, Due{Entry: e, Age: a})
+		}
+	}
+	return out
+}
+
+// Release returns an entry whose check could not be done (the store was
+// unreachable): it is checked again at the next ledger_check.
+func (l *Ledger) Release(d Due) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.busy, d.Key)
+}
+
+// Record counts a check's result and updates the ledger, saving it before
+// returning. An entry found missing or corrupted, or intact at the last age,
+// leaves the ledger: done reports that, and the caller may then delete what
+// it wrote. It must not when err is not nil: the file still names the entry,
+// and after a restart it would be checked again and found missing.
+func (l *Ledger) Record(d Due, r Result) (done bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.busy, d.Key)
+	l.seq.count(d.Age, r)
+	i := slices.IndexFunc(l.entries, func(e Entry) bool { return e.Key == d.Key })
+	if i < 0 {
+		return false, nil // dropped meanwhile (ledger full)
+	}
+	if r == Intact && d.Age < l.ages[len(l.ages)-1] {
+		l.entries[i].Checked = d.Age
+		return false, l.save()
+	}
+	l.entries = slices.Delete(l.entries, i, i+1)
+	return true, l.save()
+}
+
+// Stats returns the number of entries and the age of the oldest.
+func (l *Ledger) Stats(now time.Time) (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.entries) == 0 {
+		return 0, 0
+	}
+	oldest := slices.MinFunc(l.entries, func(a, b Entry) int { return cmp.Compare(a.Acked.UnixNano(), b.Acked.UnixNano()) })
+	return len(l.entries), now.Sub(oldest.Acked)
+}
+
+// Entries returns a copy of the entries, oldest first.
+func (l *Ledger) Entries() []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.entries)
+}
+
+// Close releases the caller's reference; the last one saves the file and
+// removes the ledger's series.
+func (l *Ledger) Close() error {
+	dirMu.Lock()
+	defer dirMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.refs--; l.refs > 0 {
+		return nil
+	}
+	for id, o := range open {
+		if o == l {
+			delete(open, id)
+		}
+	}
+	unregister(l)
+	return l.save()
+}
+
+// AgeLabel formats an age as the metric label value: 1m, 10m, 1h, 90s.
+func AgeLabel(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// ReadFunc reads one entry back from the store. It returns the result, or an
+// error when the store could not answer (the entry is then checked again later).
+type ReadFunc func(ctx context.Context, d Due) (Result, error)
+
+// Check reads back up to CheckBatch due entries with read and records each
+// result. forget is called for an entry that left the ledger after an intact
+// last check, to delete what was written (never after a failed save). The
+// error is the first the store returned, or a data failure (not_found,
+// mismatch) naming every missing or corrupted entry of this run.
+func (l *Ledger) Check(ctx context.Context, read ReadFunc, forget func(ctx context.Context, d Due)) error {
+	var lost []string
+	var cause probes.Cause
+	due := l.Take(time.Now(), CheckBatch)
+	for i, d := range due {
+		r, err := read(ctx, d)
+		if err != nil {
+			for _, rest := range due[i:] {
+				l.Release(rest)
+			}
+			return err
+		}
+		done, serr := l.Record(d, r)
+		if serr != nil {
+			l.logger.Warn("durability ledger: cannot save the file", "target", l.target, "err", serr)
+		}
+		switch r {
+		case Intact:
+			if done && serr == nil && forget != nil {
+				forget(ctx, d)
+			}
+		case Missing:
+			cause = probes.CauseNotFound
+			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) is missing at the %s check",
+				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
+		case Corrupted:
+			if cause == "" {
+				cause = probes.CauseMismatch
+			}
+			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) differs from what was written at the %s check",
+				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
+		}
+	}
+	if len(lost) > 0 {
+		return probes.Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+func entry(key string, acked time.Time) Entry {
+	return Entry{Key: key, Where: "t", Sum: Sum([]byte(key)), Acked: acked, Setting: "ONE"}
+}
+
+func openIn(t *testing.T, dir, target string) *Ledger {
+	t.Helper()
+	SetDir(dir)
+	t.Cleanup(func() { SetDir("") })
+	return Open(Options{Target: target, Backend: "test", Instance: "i1"})
+}
+
+func TestChecksAtEachAgeThenLeaves(t *testing.T) {
+	l := openIn(t, "", "ages")
+	defer l.Close()
+	t0 := time.Now().Add(-90 * time.Second)
+	if err := l.Add(entry("k1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	d := l.Take(t0.Add(30*time.Second), 4)
+	if len(d) != 0 {
+		t.Fatalf("due before 1m: %v", d)
+	}
+	d = l.Take(t0.Add(61*time.Second), 4)
+	if len(d) != 1 || d[0].Age != time.Minute {
+		t.Fatalf("due at 61s: %+v", d)
+	}
+	if len(l.Take(t0.Add(61*time.Second), 4)) != 0 {
+		t.Fatal("a busy entry was handed out twice")
+	}
+	if done, err := l.Record(d[0], Intact); done || err != nil {
+		t.Fatalf("record 1m: done %v err %v", done, err)
+	}
+	// Late (dbcanary was down past 10m and 1h): one check, at the largest age passed.
+	d = l.Take(t0.Add(2*time.Hour), 4)
+	if len(d) != 1 || d[0].Age != time.Hour {
+		t.Fatalf("late due: %+v", d)
+	}
+	if done, err := l.Record(d[0], Intact); !done || err != nil {
+		t.Fatalf("record 1h: done %v err %v", done, err)
+	}
+	if n, _ := l.Stats(time.Now()); n != 0 {
+		t.Fatalf("entries after the last age: %d", n)
+	}
+	if got := value(t, checks.WithLabelValues("ages", "test", "1m", "intact")); got != 1 {
+		t.Fatalf("1m intact = %v", got)
+	}
+}
+
+func TestCheckReportsMissingAndCorrupted(t *testing.T) {
+	l := openIn(t, "", "lossy")
+	defer l.Close()
+	old := time.Now().Add(-2 * time.Minute)
+	for _, k := range []string{"gone", "bad", "good"} {
+		if err := l.Add(entry(k, old)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var forgot []string
+	err := l.Check(context.Background(), func(_ context.Context, d Due) (Result, error) {
+		switch d.Key {
+		case "gone":
+			return Missing, nil
+		case "bad":
+			return Corrupted, nil
+		}
+		return Intact, nil
+	}, func(_ context.Context, d Due) { forgot = append(forgot, d.Key) })
+	if c := probes.CauseOf(err); c != probes.CauseNotFound {
+		t.Fatalf("cause %q, err %v", c, err)
+	}
+	for _, want := range []string{"t gone acknowledged", "is missing at the 1m check", "t bad acknowledged", "differs from what was written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if len(forgot) != 0 {
+		t.Errorf("forgot %v before the last age", forgot)
+	}
+	if keys := l.Entries(); len(keys) != 1 || keys[0].Key != "good" {
+		t.Fatalf("left %+v, want only good", keys)
+	}
+	if got := value(t, checks.WithLabelValues("lossy", "test", "1m", "missing")); got != 1 {
+		t.Fatalf("missing = %v", got)
+	}
+}
+
+func TestCheckReleasesOnStoreError(t *testing.T) {
+	l := openIn(t, "", "down")
+	defer l.Close()
+	_ = l.Add(entry("k", time.Now().Add(-2*time.Minute)))
+	boom := probes.Fail(probes.CauseRefused, errors.New("refused"))
+	if err := l.Check(context.Background(), func(context.Context, Due) (Result, error) { return "", boom }, nil); err != boom {
+		t.Fatalf("err %v", err)
+	}
+	if d := l.Take(time.Now(), 4); len(d) != 1 {
+		t.Fatalf("entry not due again after a failed read: %v", d)
+	}
+}
+
+func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
+	dir := t.TempDir()
+	l := openIn(t, dir, "persist")
+	acked := time.Now().Add(-5 * time.Minute).Round(0)
+	if err := l.Add(entry("k1", acked)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(matches) != 1 || !strings.HasSuffix(matches[0], FileName("i1", "persist", "test")) {
+		t.Fatalf("files %v: want the ledger file alone (no temporary file left)", matches)
+	}
+	l = Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
+	got := l.Entries()
+	if len(got) != 1 || got[0].Key != "k1" || !got[0].Acked.Equal(acked) {
+		t.Fatalf("after restart: %+v", got)
+	}
+	l.Close()
+
+	if err := os.WriteFile(matches[0], []byte(`{"version":1,"entries":[{"key":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l = Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
+	defer l.Close()
+	if n, _ := l.Stats(time.Now()); n != 0 {
+		t.Fatalf("a corrupt file gave %d entries, want a fresh ledger", n)
+	}
+}
+
+func TestBounded(t *testing.T) {
+	SetDir("")
+	l := Open(Options{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
+	defer l.Close()
+	for i, k := range []string{"a", "b", "c", "d"} {
+		_ = l.Add(entry(k, time.Now().Add(time.Duration(i)*time.Second)))
+	}
+	e := l.Entries()
+	if len(e) != 3 || e[0].Key != "b" {
+		t.Fatalf("entries %+v: want the 3 newest", e)
+	}
+}
+
+func TestSharedByTwoProbesOfOneTarget(t *testing.T) {
+	SetDir("")
+	a := Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
+	b := Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
+	if a != b {
+		t.Fatal("two opens of one target gave two ledgers")
+	}
+	_ = a.Add(entry("k", time.Now()))
+	a.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Collector())
+	if n, err := count(reg, "dbcanary_ledger_entries"); err != nil || n != 1 {
+		t.Fatalf("entries series %d, %v: the ledger must stay while one probe holds it", n, err)
+	}
+	b.Close()
+	if n, _ := count(reg, "dbcanary_ledger_entries"); n != 0 {
+		t.Fatalf("entries series %d after the last close", n)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		c    Config
+		want string
+	}{
+		{Config{}, ""},
+		{Config{}, "ledger.ages: 1h is impossible: the rows' ttl is 30m, so a write acknowledged 1h ago is gone by design (set shorter ledger.ages or a longer retention)"},
+		{Config{Ages: []time.Duration{time.Second}}, "ledger.ages[0]: must be at least 10s, got 1s"},
+		{Config{Ages: []time.Duration{time.Minute, time.Minute}}, "ledger.ages: lists an age twice"},
+	}
+	for i, c := range cases {
+		limit := time.Duration(0)
+		if i == 1 {
+			limit = 30 * time.Minute
+		}
+		errs := c.c.Validate(limit, "the rows' ttl is 30m")
+		var got string
+		if len(errs) > 0 {
+			got = errs[0].Error()
+		}
+		if got != c.want {
+			t.Errorf("case %d: got %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func count(reg *prometheus.Registry, name string) (int, error) {
+	mfs, err := reg.Gather()
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			n += len(mf.GetMetric())
+		}
+	}
+	return n, err
+}
