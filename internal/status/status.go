@@ -6,9 +6,9 @@
 // Memory is fixed per op whatever the op rate or error rate (minute rings of
 // counters, a small latency histogram per minute, a ring of MaxMessages
 // messages of at most MaxMessageBytes). Recording takes only the op's own
-// short lock; the target list is copy-on-write, so neither a sample nor a
-// page render waits for anything engine-wide, and a render never blocks an op
-// for longer than copying that op's state.
+// short lock; the target list is a sync.Map (lock-free reads), so neither a
+// sample nor a page render waits for anything engine-wide, and a render never
+// blocks an op for longer than copying that op's state.
 package status
 
 import (
@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -56,8 +55,8 @@ type Store struct {
 	now         func() time.Time
 	failMinutes int
 
-	writeMu sync.Mutex                         // serialises target changes (copy-on-write)
-	targets atomic.Pointer[map[string]*target] // read without a lock
+	writeMu sync.Mutex // serialises TargetStarted's read-modify-write of a target
+	targets sync.Map   // name -> *target; read without a lock
 
 	daemonMu sync.Mutex
 	daemon   Daemon
@@ -110,8 +109,6 @@ func New(o Options) *Store {
 	if o.FailureWindow > 0 {
 		s.failMinutes = int(min(max(o.FailureWindow, time.Minute), maxFailureWindow) / time.Minute)
 	}
-	empty := map[string]*target{}
-	s.targets.Store(&empty)
 	s.daemon.Started = s.now()
 	return s
 }
@@ -124,8 +121,10 @@ func (s *Store) FailureWindow() time.Duration { return time.Duration(s.failMinut
 func (s *Store) TargetStarted(name, backend string, ops []string, namespace string) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	old := *s.targets.Load()
-	prev := old[name]
+	var prev *target
+	if v, ok := s.targets.Load(name); ok {
+		prev = v.(*target)
+	}
 	t := &target{name: name, backend: backend, namespace: namespace, started: s.now()}
 	for _, n := range ops {
 		if prev != nil && prev.backend == backend {
@@ -136,38 +135,23 @@ func (s *Store) TargetStarted(name, backend string, ops []string, namespace stri
 		}
 		t.ops = append(t.ops, &op{name: n, fails: newFailRing(s.failMinutes)})
 	}
-	next := make(map[string]*target, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[name] = t
-	s.targets.Store(&next)
+	s.targets.Store(name, t)
 }
 
 // TargetStopped implements engine.Observer.
 func (s *Store) TargetStopped(name string) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	old := *s.targets.Load()
-	if _, ok := old[name]; !ok {
-		return
-	}
-	next := make(map[string]*target, len(old))
-	for k, v := range old {
-		if k != name {
-			next[k] = v
-		}
-	}
-	s.targets.Store(&next)
+	s.targets.Delete(name)
 }
 
 // OpRecorded implements engine.Observer: one sample, err nil on success.
 func (s *Store) OpRecorded(targetName, _, opName string, end time.Time, latency time.Duration, cause probes.Cause, err error) {
-	t := (*s.targets.Load())[targetName]
-	if t == nil {
+	v, ok := s.targets.Load(targetName)
+	if !ok {
 		return
 	}
-	o := t.op(opName)
+	o := v.(*target).op(opName)
 	if o == nil {
 		return
 	}
@@ -363,17 +347,17 @@ func (s *Store) Snapshot() Snapshot {
 	s.daemonMu.Lock()
 	d := s.daemon
 	s.daemonMu.Unlock()
-	ts := *s.targets.Load()
 	out := Snapshot{
 		Generated:            now,
 		Daemon:               d,
 		FailureWindowSeconds: s.FailureWindow().Seconds(),
 		LatencyWindowSeconds: LatencyWindow.Seconds(),
-		Targets:              make([]TargetStatus, 0, len(ts)),
+		Targets:              []TargetStatus{},
 	}
-	for _, t := range ts {
-		out.Targets = append(out.Targets, t.snapshot(now))
-	}
+	s.targets.Range(func(_, v any) bool {
+		out.Targets = append(out.Targets, v.(*target).snapshot(now))
+		return true
+	})
 	sort.Slice(out.Targets, func(i, j int) bool { return out.Targets[i].Name < out.Targets[j].Name })
 	for _, t := range out.Targets {
 		out.Summary.Targets++
