@@ -64,11 +64,11 @@ const (
 	OpCheck = "ledger_check"
 )
 
-// Default rates: one acknowledged write every 20 s; checks four times as
-// often, each reading back up to CheckBatch due entries.
+// Default rates: one acknowledged write every 20 s; a check every 10 s,
+// each reading back up to CheckBatch due entries (3 ages x 0.05/s due).
 const (
 	DefaultWriteRate = 0.05
-	DefaultCheckRate = 0.2
+	DefaultCheckRate = 0.1
 	CheckBatch       = 4
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	// AbandonedAfter is how long a run's heartbeat may go unrefreshed before
 	// any live instance of the target deletes that run's objects (see gc.go).
 	AbandonedAfter time.Duration `yaml:"abandoned_after"`
+	// Ledger configures the durability ledger (ledger.go).
+	Ledger ledger.Config `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
@@ -210,6 +213,7 @@ func (c *Config) Validate() []error {
 		errs = append(errs, probes.Invalid("abandoned_after", "must be between %s (longer than the %s a canary object may still be read by the process that wrote it, plus an hour for clock skew; the heartbeat is refreshed every %s) and %s, got %s",
 			fmtHours(minAbandonedAfter), fmtHours(maxAge), heartbeatEvery, fmtHours(maxAbandonedAfter), c.AbandonedAfter))
 	}
+	errs = append(errs, c.Ledger.Validate(c.ledgerLimit())...)
 	return errs
 }
 
@@ -288,5 +292,5 @@ func (c *Config) Ops() []probes.OpSpec {
 	}
 	specs = append(specs, probes.OpSpec{Name: OpList, DefaultRate: defaultListRate,
 		Help: "list this process's prefix and check that every canary object written earlier is listed"})
-	return specs
+	return append(specs, ledger.Specs()...)
 }

@@ -55,7 +55,7 @@ func TestDefaultOps(t *testing.T) {
 		"put_128KiB", "get_128KiB", "head_128KiB", "delete_128KiB",
 		"put_1MiB", "get_1MiB", "head_1MiB", "delete_1MiB",
 		"put_8MiB", "get_8MiB", "head_8MiB", "delete_8MiB",
-		"list",
+		"list", "ledger_write", "ledger_check",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("ops = %v\nwant %v", names, want)

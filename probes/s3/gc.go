@@ -386,6 +386,9 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 func (p *Probe) Close() error {
 	p.stopBackground()
 	defer p.tr.CloseIdleConnections()
+	lctx, lcancel := context.WithTimeout(context.Background(), p.closeTimeout)
+	p.closeLedger(lctx)
+	lcancel()
 	if !p.wrote.Load() {
 		return nil // never wrote anything (the store was down, or Prepare never ran)
 	}

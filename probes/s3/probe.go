@@ -16,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -64,6 +65,7 @@ type Probe struct {
 	gcWarned       atomic.Bool
 	gcPasses       atomic.Int64
 	wrote          atomic.Bool // something was written under the prefix: Close has work
+	ledger         *ledger.Ledger
 }
 
 // opRef is what an op name stands for.
@@ -164,6 +166,7 @@ func New(t probes.Target) (*Probe, error) {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
 		}
 	}
+	p.openLedger(t)
 	p.bufPool.New = func() any { b := make([]byte, 2*verifyBuf); return &b }
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -195,6 +198,10 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 		return p.head(ctx, ref.size, out)
 	case OpDelete:
 		return p.delete(ctx, ref.size, out)
+	case ledger.OpWrite:
+		return p.ledgerWrite(ctx, out)
+	case ledger.OpCheck:
+		return p.ledgerCheck(ctx, out)
 	}
 	return p.list(ctx, out)
 }

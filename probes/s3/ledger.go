@@ -1,0 +1,112 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// The durability ledger's objects live under <prefix><instance>/ledger/,
+// outside every run prefix: a restart of dbcanary (whose Close removes its
+// run's objects) keeps them, and the collector never matches them. They are
+// deleted after their last intact check, and by the lifecycle rule
+// (lifecycleDays) if dbcanary forgets them (its ledger file was lost).
+const (
+	ledgerDir  = "ledger/"
+	ledgerSize = 4 * KiB
+)
+
+// ledgerLimit is the longest ledger age the store keeps an object: the
+// lifecycle rule expires everything under the prefix after lifecycleDays.
+func (c *Config) ledgerLimit() (time.Duration, string) {
+	if !c.LifecycleExpiry {
+		return 0, ""
+	}
+	return lifecycleDays * 24 * time.Hour, fmt.Sprintf("the lifecycle rule (lifecycle_expiry) deletes canary objects after %d day", lifecycleDays)
+}
+
+func (p *Probe) openLedger(t probes.Target) {
+	p.ledger = ledger.Open(ledger.Options{Target: t.Name, Backend: "s3", Instance: t.InstanceID,
+		Ages: p.cfg.Ledger.EffectiveAges(), MaxEntries: p.cfg.Ledger.MaxEntries, Ephemeral: t.Ephemeral, Logger: p.logger})
+	p.ops[ledger.OpWrite] = opRef{kind: ledger.OpWrite}
+	p.ops[ledger.OpCheck] = opRef{kind: ledger.OpCheck}
+}
+
+// Ledger returns the probe's durability ledger.
+func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
+
+// ledgerWrite puts one object of random content and, once the store
+// acknowledged it, records its key and checksum in the ledger.
+func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
+	body := make([]byte, ledgerSize)
+	_, _ = rand.Read(body)
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	key := fmt.Sprintf("%s%s/%s%x", p.base, p.instance, ledgerDir, id)
+	out.Sent = time.Now()
+	_, err := p.client.PutObject(ctx, p.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return p.classify("put (ledger)", key, err)
+	}
+	acked := time.Now()
+	out.BytesSent += int64(len(body))
+	p.wrote.Store(true)
+	if err := p.ledger.Add(ledger.Entry{Key: key, Where: "s3://" + p.cfg.Bucket, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: acked, Setting: "PUT"}); err != nil {
+		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
+	}
+	return nil
+}
+
+// ledgerCheck reads back, byte for byte, the ledger's objects that reached a check age.
+func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
+	out.Sent = time.Now()
+	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+		body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, d.Key, minio.GetObjectOptions{})
+		if err != nil {
+			err = p.classify("get (ledger)", d.Key, err)
+			if probes.CauseOf(err) == probes.CauseNotFound {
+				return ledger.Missing, nil
+			}
+			return "", err
+		}
+		defer body.Close()
+		data, err := io.ReadAll(io.LimitReader(body, d.Size+1))
+		if err != nil {
+			return "", p.classify("get (ledger)", d.Key, err)
+		}
+		out.BytesReceived += int64(len(data))
+		if ledger.Sum(data) != d.Sum {
+			return ledger.Corrupted, nil
+		}
+		return ledger.Intact, nil
+	}
+	forget := func(ctx context.Context, d ledger.Due) {
+		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, d.Key, minio.RemoveObjectOptions{}); err != nil {
+			p.logger.Debug("durability ledger: cannot delete a checked object; the lifecycle rule will", "key", d.Key, "err", err)
+		}
+	}
+	return p.ledger.Check(ctx, read, forget)
+}
+
+// closeLedger releases the ledger; a one-shot run first deletes its objects.
+func (p *Probe) closeLedger(ctx context.Context) {
+	if p.ledger == nil {
+		return
+	}
+	if p.ephemeral {
+		for _, e := range p.ledger.Entries() {
+			_ = p.client.RemoveObject(ctx, p.cfg.Bucket, e.Key, minio.RemoveObjectOptions{})
+		}
+	}
+	if err := p.ledger.Close(); err != nil {
+		p.logger.Warn("durability ledger: cannot save the file", "err", err)
+	}
+}
