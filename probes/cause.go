@@ -27,6 +27,7 @@ const (
 	CauseNotFound Cause = "not_found" // what the canary wrote is gone (before its TTL)
 	CauseMismatch Cause = "mismatch"  // what was read back differs from what was written
 	CauseLost     Cause = "lost"      // a message was never delivered within its bound
+	CauseStale    Cause = "stale"     // a read missed a write that the configured consistency levels allow it to miss: not data loss
 	CauseServer   Cause = "server"    // the server answered with an error or with garbage
 	CauseBacklog  Cause = "backlog"   // the op could not start within its timeout: in-flight bound reached
 	CauseOther    Cause = "other"     // anything else (see the debug log)
@@ -35,7 +36,7 @@ const (
 // Causes lists every cause, in a stable order (metrics pre-create a series for each).
 var Causes = []Cause{
 	CauseTimeout, CauseRefused, CauseDNS, CauseTLS, CauseAuth, CauseSetup, CauseNotFound,
-	CauseMismatch, CauseLost, CauseServer, CauseBacklog, CauseOther,
+	CauseMismatch, CauseLost, CauseStale, CauseServer, CauseBacklog, CauseOther,
 }
 
 // DataCause reports whether a cause means the store answered but the data was

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/probes"
 	_ "github.com/dbcanary/dbcanary/probes/all" // registers every backend
 )
 
@@ -132,8 +133,13 @@ func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command 
 				return err
 			}
 			ops := 0
-			for _, t := range cfg.Targets {
+			for i, t := range cfg.Targets {
 				ops += len(t.Resolved)
+				if w, ok := t.Probe.(probes.Warner); ok {
+					for _, msg := range w.Warnings() {
+						fmt.Fprintf(stderr, "%s: warning: targets[%d] (%s): %s\n", g.configFile, i, t.Name, msg)
+					}
+				}
 			}
 			fmt.Fprintf(stdout, "%s: OK: %d target(s), %d op(s), instance id %q\n", g.configFile, len(cfg.Targets), ops, cfg.Global.InstanceID)
 			return nil

@@ -45,8 +45,10 @@ func TestWrongPassword(t *testing.T) {
 }
 
 // TestLeastPrivilege: a role without CREATE gets the missing grant and the
-// CQL to pre-create the keyspace and table; with SELECT and MODIFY on a
-// pre-created keyspace and table it works.
+// CQL to pre-create the keyspace and table, with cause setup (it logged in:
+// a missing GRANT is a setup mistake, not bad credentials); with SELECT and
+// MODIFY on a pre-created keyspace and table it works, and without MODIFY
+// its writes fail with cause setup too.
 func TestLeastPrivilege(t *testing.T) {
 	a := admin(t)
 	mustExec(t, a, `DROP KEYSPACE IF EXISTS dbcanary_lp`)
@@ -63,8 +65,8 @@ func TestLeastPrivilege(t *testing.T) {
 
 	p := newProbe(t, "lp", cass)
 	err := prepare(t, p)
-	if probes.CauseOf(err) != probes.CauseAuth {
-		t.Fatalf("Prepare without CREATE: cause %q (%v), want auth", probes.CauseOf(err), err)
+	if probes.CauseOf(err) != probes.CauseSetup {
+		t.Fatalf("Prepare without CREATE: cause %q (%v), want setup", probes.CauseOf(err), err)
 	}
 	for _, want := range []string{"missing grant: CREATE ON ALL KEYSPACES", "CREATE KEYSPACE IF NOT EXISTS dbcanary_lp WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};", "GRANT CREATE, SELECT, MODIFY ON KEYSPACE dbcanary_lp TO canary_lp"} {
 		if !strings.Contains(err.Error(), want) {
@@ -77,7 +79,7 @@ func TestLeastPrivilege(t *testing.T) {
 	mustExec(t, a, `CREATE KEYSPACE dbcanary_lp WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
 	mustExec(t, a, `GRANT SELECT, MODIFY ON KEYSPACE dbcanary_lp TO canary_lp`)
 	err = prepare(t, p)
-	if probes.CauseOf(err) != probes.CauseAuth || !strings.Contains(err.Error(), "missing grant: CREATE ON KEYSPACE dbcanary_lp") ||
+	if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), "missing grant: CREATE ON KEYSPACE dbcanary_lp") ||
 		!strings.Contains(err.Error(), "CREATE TABLE IF NOT EXISTS dbcanary_lp.mixed_workload (key uuid PRIMARY KEY, a blob, b blob) WITH default_time_to_live = 3600;") {
 		t.Fatalf("Prepare without CREATE on the keyspace: cause %q, error:\n%v", probes.CauseOf(err), err)
 	}
@@ -95,5 +97,14 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "lp-secret-91") {
 		t.Error("an error shows the password")
+	}
+
+	mustExec(t, a, `REVOKE MODIFY ON KEYSPACE dbcanary_lp FROM canary_lp`)
+	enginetest.WaitFor(t, 10*time.Second, "the revoked grant to apply (permissions are cached)", func() bool {
+		err = run(t, p, "insert")
+		return err != nil
+	})
+	if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), "lacks a grant (needs: GRANT SELECT, MODIFY ON KEYSPACE dbcanary_lp TO canary_lp;)") {
+		t.Fatalf("insert without MODIFY: cause %q: %v", probes.CauseOf(err), err)
 	}
 }

@@ -18,6 +18,10 @@ func (p *Probe) classify(what string, err error) error {
 		return err
 	}
 	wrapped := fmt.Errorf("cassandra %s: %s: %w", p.hostList, what, err)
+	var un *gocql.RequestErrUnavailable
+	if errors.As(err, &un) {
+		wrapped = fmt.Errorf("%w (%s needs %d live replicas, %d are: a node is down, or the replication factor is larger than the cluster)", wrapped, un.Consistency, un.Required, un.Alive)
+	}
 	return probes.Fail(causeOf(err), wrapped)
 }
 
@@ -25,8 +29,10 @@ func causeOf(err error) probes.Cause {
 	var re gocql.RequestError
 	if errors.As(err, &re) {
 		switch re.Code() {
-		case gocql.ErrCodeCredentials, gocql.ErrCodeUnauthorized:
+		case gocql.ErrCodeCredentials:
 			return probes.CauseAuth
+		case gocql.ErrCodeUnauthorized:
+			return probes.CauseSetup // logged in, but a GRANT is missing
 		case gocql.ErrCodeWriteTimeout, gocql.ErrCodeReadTimeout:
 			return probes.CauseTimeout
 		}

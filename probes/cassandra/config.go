@@ -43,11 +43,13 @@ type Config struct {
 	TTL time.Duration `yaml:"ttl"`
 	// Profile is mixed_workload or ycsb_a.
 	Profile string `yaml:"profile"`
-	// Consistency maps an op name to its consistency level (default ONE).
+	// Consistency maps an op name to its consistency level (default
+	// LOCAL_QUORUM: reads overlap writes, so a missing or different row is
+	// data loss). Levels whose reads may miss writes (R + W <= RF) draw a
+	// warning, and a read they explain is cause stale.
 	Consistency map[string]string `yaml:"consistency"`
-	// ReadMinAge keeps reads off rows written more recently than this, so a
-	// replica that has not yet received a write at consistency ONE is not
-	// reported as data loss.
+	// ReadMinAge keeps reads off rows written more recently than this. Only
+	// useful with weak levels (fewer stale reads); 0 by default.
 	ReadMinAge time.Duration `yaml:"read_min_age"`
 
 	MixedWorkload MixedConfig `yaml:"mixed_workload"`
@@ -109,7 +111,6 @@ var DefaultConfig = Config{
 	Replication:       Replication{Class: "SimpleStrategy", ReplicationFactor: 3},
 	TTL:               time.Hour,
 	Profile:           ProfileMixed,
-	ReadMinAge:        time.Second,
 	MixedWorkload: MixedConfig{
 		ASize:      SizeRange{Min: 1, Max: 10000},
 		BSize:      SizeRange{Min: 1, Max: 100000},
@@ -286,14 +287,18 @@ func parseConsistency(s string) (gocql.Consistency, error) {
 	return c, nil
 }
 
-// consistency returns an op's consistency level (default ONE).
+// DefaultConsistency is every op's level unless configured: with it, reads
+// and writes overlap for any replication factor of the local data centre.
+const DefaultConsistency = gocql.LocalQuorum
+
+// consistency returns an op's consistency level.
 func (c *Config) consistency(op string) gocql.Consistency {
 	if s, ok := c.Consistency[op]; ok {
 		if cl, err := parseConsistency(s); err == nil {
 			return cl
 		}
 	}
-	return gocql.One
+	return DefaultConsistency
 }
 
 func (c *Config) opNames() []string {

@@ -21,8 +21,13 @@ func TestValidateDefaults(t *testing.T) {
 	if errs := c.Validate(); len(errs) != 0 {
 		t.Fatalf("defaults with hosts: %v", errs)
 	}
-	if got := c.consistency(OpRead); got != gocql.One {
-		t.Errorf("default consistency = %v, want ONE", got)
+	for _, op := range []string{OpInsert, OpRead, OpReadMiss, OpUpdate} {
+		if got := c.consistency(op); got != gocql.LocalQuorum {
+			t.Errorf("default consistency of %s = %v, want LOCAL_QUORUM", op, got)
+		}
+	}
+	if c.ReadMinAge != 0 {
+		t.Errorf("default read_min_age = %s, want 0 (reads overlap writes)", c.ReadMinAge)
 	}
 }
 

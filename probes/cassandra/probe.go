@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -33,6 +34,7 @@ type Probe struct {
 	ttlSeconds int
 	maxReadAge time.Duration // rows older than this may expire under the read
 	cl         map[string]gocql.Consistency
+	check      atomic.Pointer[readCheck] // how a read that missed a write is classified
 	stmts      statements
 	pool       payloadPool
 	ring       *keyRing // mixed_workload
@@ -74,6 +76,10 @@ func New(t probes.Target) (*Probe, error) {
 	}
 	for _, op := range cfg.opNames() {
 		p.cl[op] = cfg.consistency(op)
+	}
+	p.setReplicas(cfg.Replication.configured())
+	for _, w := range cfg.Warnings() {
+		p.logger.Warn(w, "target", t.Name)
 	}
 	ks := cfg.Keyspace
 	switch cfg.Profile {
@@ -133,7 +139,7 @@ func (p *Probe) opErr(s *gocql.Session, op string, err error) error {
 			p.hostList, op, p.cfg.Keyspace, p.table, err, probes.ErrNamespaceGone))
 	}
 	if isUnauthorized(err) {
-		return probes.Fail(probes.CauseAuth, fmt.Errorf("cassandra %s: %s: role %s lacks a grant (needs: GRANT SELECT, MODIFY ON KEYSPACE %s TO %s;): %w",
+		return probes.Fail(probes.CauseSetup, fmt.Errorf("cassandra %s: %s: role %s lacks a grant (needs: GRANT SELECT, MODIFY ON KEYSPACE %s TO %s;): %w",
 			p.hostList, op, p.role(), p.cfg.Keyspace, p.role(), err))
 	}
 	return p.classify(op, err)
@@ -148,7 +154,55 @@ func (p *Probe) resetWritten() {
 	}
 }
 
-// Close implements probes.Probe.
+// readCheck is what the levels in use guarantee for the keyspace's replication.
+type readCheck struct {
+	replicas   replicaSet
+	weak       bool              // reads may miss writes (R + W <= RF)
+	confirm    gocql.Consistency // a read level that overlaps the writes, if canConfirm
+	canConfirm bool
+}
+
+// setReplicas records the keyspace's replication (configured, then as read
+// from system_schema) and derives how missed reads are classified.
+func (p *Probe) setReplicas(rs replicaSet) {
+	w := p.cl[p.cfg.writeOp()]
+	c := &readCheck{replicas: rs, weak: !rs.overlap(p.cl[OpRead], w, p.cfg.LocalDC)}
+	c.confirm, c.canConfirm = rs.confirmLevel(w, p.cfg.LocalDC)
+	p.check.Store(c)
+}
+
+// missed classifies a read that did not return what this instance wrote
+// (cause not_found or mismatch, described by err). With levels whose reads
+// overlap writes that is data loss. With levels that allow a read to miss a
+// write, a second read at a level that overlaps the write decides: the row
+// intact there, or that read impossible, is cause stale (a replica had not
+// received the write: not data loss); the row missing or different there too
+// is the original cause.
+func (p *Probe) missed(cause probes.Cause, err error, confirm func(gocql.Consistency) (intact bool, cerr error)) error {
+	c := p.check.Load()
+	if !c.weak {
+		return probes.Fail(cause, err)
+	}
+	levels := fmt.Sprintf("%s at %s and %s at %s with %s (R + W <= RF)", p.cfg.writeOp(), p.cl[p.cfg.writeOp()], OpRead, p.cl[OpRead], c.replicas)
+	if !c.canConfirm {
+		return probes.Fail(probes.CauseStale, fmt.Errorf("%w; %s allow a read to miss a write, and no read level is guaranteed to see a write at %s: counted as stale, not data loss",
+			err, levels, p.cl[p.cfg.writeOp()]))
+	}
+	intact, cerr := confirm(c.confirm)
+	switch {
+	case cerr != nil:
+		return probes.Fail(probes.CauseStale, fmt.Errorf("%w; %s allow a read to miss a write, and the read at %s that would tell a stale replica from data loss failed (%v): counted as stale, not data loss",
+			err, levels, c.confirm, cerr))
+	case intact:
+		return probes.Fail(probes.CauseStale, fmt.Errorf("%w; a read at %s found it intact: a replica had not received the write, which %s allow (stale, not data loss)",
+			err, c.confirm, levels))
+	}
+	return probes.Fail(cause, fmt.Errorf("%w (confirmed by a read at %s)", err, c.confirm))
+}
+
+// Close implements probes.Probe. Nothing is deleted, not even by a one-shot
+// run: every row carries the TTL and expires by itself, and deleting would
+// only add tombstones.
 func (p *Probe) Close() error {
 	p.mu.Lock()
 	sess := p.sess

@@ -21,9 +21,9 @@ func (p *Probe) Prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var name string
-	err = s.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace).
-		Consistency(gocql.One).ScanContext(ctx, &name)
+	var replication map[string]string
+	err = s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace).
+		Consistency(gocql.One).ScanContext(ctx, &replication)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		if err := p.createKeyspace(ctx, s); err != nil {
@@ -31,6 +31,8 @@ func (p *Probe) Prepare(ctx context.Context) error {
 		}
 	case err != nil:
 		return p.classify("reading system_schema.keyspaces", err)
+	default:
+		p.useReplication(replication)
 	}
 	var ttl int
 	err = s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, p.cfg.Keyspace, p.table).
@@ -52,6 +54,26 @@ func (p *Probe) Prepare(ctx context.Context) error {
 	return nil
 }
 
+// useReplication adopts the replication of an existing keyspace (the
+// configured one is only used to create it) for the consistency check.
+func (p *Probe) useReplication(m map[string]string) {
+	rs, ok := parseReplication(m)
+	if !ok {
+		p.logger.Warn("cannot model the canary keyspace's replication strategy; assuming the configured replication", "keyspace", p.cfg.Keyspace, "class", m["class"])
+		return
+	}
+	old := p.check.Load()
+	if rs.equal(old.replicas) {
+		return
+	}
+	p.setReplicas(rs)
+	p.logger.Info("the canary keyspace exists with another replication than configured (the configuration is only used to create it)",
+		"keyspace", p.cfg.Keyspace, "replication", rs.String(), "configured", p.cfg.Replication.configured().String())
+	if w := p.cfg.weakWarning(rs); w != "" && !old.weak {
+		p.logger.Warn(w, "keyspace", p.cfg.Keyspace)
+	}
+}
+
 func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session) error {
 	stmt := p.createKeyspaceCQL()
 	err := s.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
@@ -60,7 +82,7 @@ func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session) error {
 		return nil
 	}
 	if isUnauthorized(err) {
-		return probes.Fail(probes.CauseAuth, fmt.Errorf(
+		return probes.Fail(probes.CauseSetup, fmt.Errorf(
 			"cassandra %s: role %s may not create the canary keyspace %s (missing grant: CREATE ON ALL KEYSPACES). "+
 				"Either GRANT CREATE ON ALL KEYSPACES TO %s; or have an administrator pre-create it: %s GRANT CREATE, SELECT, MODIFY ON KEYSPACE %s TO %s; (server said: %v)",
 			p.hostList, p.role(), p.cfg.Keyspace, p.role(), stmt+";", p.cfg.Keyspace, p.role(), err))
@@ -76,7 +98,7 @@ func (p *Probe) createTable(ctx context.Context, s *gocql.Session) error {
 		return nil
 	}
 	if isUnauthorized(err) {
-		return probes.Fail(probes.CauseAuth, fmt.Errorf(
+		return probes.Fail(probes.CauseSetup, fmt.Errorf(
 			"cassandra %s: role %s may not create table %s.%s (missing grant: CREATE ON KEYSPACE %s). "+
 				"Either GRANT CREATE ON KEYSPACE %s TO %s; or have an administrator pre-create it: %s GRANT SELECT, MODIFY ON KEYSPACE %s TO %s; (server said: %v)",
 			p.hostList, p.role(), p.cfg.Keyspace, p.table, p.cfg.Keyspace, p.cfg.Keyspace, p.role(), stmt+";", p.cfg.Keyspace, p.role(), err))
