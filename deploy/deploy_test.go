@@ -435,12 +435,13 @@ func TestChartAllOptions(t *testing.T) {
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m.MountPath
-		if m.Name != "scratch" && !m.ReadOnly {
+		if m.Name != "scratch" && m.Name != "state" && !m.ReadOnly {
 			t.Errorf("mount %s is writable", m.Name)
 		}
 	}
 	wantMounts := map[string]string{"config": "/etc/dbcanary", "secret-dbcanary-rabbitmq": "/etc/dbcanary/secrets/dbcanary-rabbitmq",
-		"secret-dbcanary-s3": "/etc/dbcanary/secrets/dbcanary-s3", "web-config": "/etc/dbcanary/web", "scratch": "/scratch"}
+		"secret-dbcanary-s3": "/etc/dbcanary/secrets/dbcanary-s3", "web-config": "/etc/dbcanary/web", "scratch": "/scratch",
+		"state": "/var/lib/dbcanary"}
 	if !reflect.DeepEqual(mounts, wantMounts) {
 		t.Errorf("mounts %v, want %v", mounts, wantMounts)
 	}

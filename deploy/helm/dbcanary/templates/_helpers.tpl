@@ -152,6 +152,10 @@ spec:
           mountPath: /etc/dbcanary/web
           readOnly: true
         {{- end }}
+        {{- if .Values.stateDir.enabled }}
+        - name: state
+          mountPath: {{ .Values.stateDir.path }}
+        {{- end }}
         {{- with .Values.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -178,6 +182,16 @@ spec:
       secret:
         secretName: {{ .Values.webConfig.existingSecret }}
         defaultMode: 0440
+    {{- end }}
+    {{- if .Values.stateDir.enabled }}
+    - name: state
+      {{- if .Values.stateDir.existingClaim }}
+      persistentVolumeClaim:
+        claimName: {{ .Values.stateDir.existingClaim }}
+      {{- else }}
+      emptyDir:
+        sizeLimit: 16Mi
+      {{- end }}
     {{- end }}
     {{- with .Values.extraVolumes }}
     {{- toYaml . | nindent 4 }}
