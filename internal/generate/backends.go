@@ -46,7 +46,7 @@ func s3Ops() []Op {
 			out = append(out, op)
 		}
 	}
-	return append(out, Op{Name: "list"})
+	return append(out, Op{Name: "list"}, Op{Name: "ledger_write"}, Op{Name: "ledger_check"})
 }
 
 // backendByName finds a backend row.

@@ -227,6 +227,19 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 		group("data integrity: "+cause, []Series{{sel("dbcanary_op_failures_total", l), "0x5 1x10"}},
 			[]AlertTest{none("5m", AlertDataIntegrity), fires("10m", AlertDataIntegrity, e.expect(AlertDataIntegrity, l, "1")), none("16m", AlertDataIntegrity)})
 	}
+	for _, result := range []string{"missing", "corrupted"} {
+		ll := map[string]string{"target": "s3-1", "backend": "s3", "age": "10m", "result": result}
+		group("durability loss: "+result, []Series{
+			{sel("dbcanary_ledger_checks_total", ll), "0x5 1x10"},
+			{sel("dbcanary_ledger_checks_total", merge(ll, "result", "intact")), "0+3x15"},
+			{sel("dbcanary_op_failures_total", map[string]string{"target": "s3-1", "backend": "s3", "op": "ledger_check", "cause": "not_found"}), "0x5 1x10"},
+		}, []AlertTest{none("5m", AlertDurabilityLoss), fires("10m", AlertDurabilityLoss, e.expect(AlertDurabilityLoss, ll, "1")),
+			none("10m", AlertDataIntegrity), none("16m", AlertDurabilityLoss)})
+	}
+	group("durability: intact checks do not page", []Series{
+		{sel("dbcanary_ledger_checks_total", map[string]string{"target": "s3-1", "backend": "s3", "age": "1m", "result": "intact"}), "0+3x15"},
+		{sel("dbcanary_ledger_checks_total", map[string]string{"target": "s3-1", "backend": "s3", "age": "1m", "result": "missing"}), "0x15"},
+	}, []AlertTest{none("10m", AlertDurabilityLoss)})
 	group("data integrity: other causes do not count", []Series{
 		{sel("dbcanary_op_failures_total", merge(op, "cause", "timeout")), "0x5 1x10"},
 		{sel("dbcanary_op_failures_total", merge(op, "cause", "backlog")), "0x5 1x10"},
@@ -254,11 +267,11 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 
 	// Per threshold pair: samples just above the warning bound (warning only),
 	// above the critical bound (both), and in the lowest bucket (none).
-	type key struct{ backend, op, phase string }
+	type key struct{ backend, op, phase, target string }
 	pairs := map[key][2]Threshold{}
 	var order []key
 	for _, t := range th {
-		k := key{t.Backend, t.Op, t.Phase}
+		k := key{t.Backend, t.Op, t.Phase, t.Target}
 		p, seen := pairs[k]
 		if !seen {
 			order = append(order, k)
@@ -273,6 +286,9 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 	for _, k := range order {
 		w, c := pairs[k][0], pairs[k][1]
 		l := map[string]string{"target": k.backend + "-1", "backend": k.backend, "op": k.op}
+		if k.target != "" {
+			l["target"] = k.target // a target's own threshold
+		}
 		metric := "dbcanary_op_latency_seconds_bucket"
 		sl := merge(l, "result", "ok")
 		if k.phase != "" {

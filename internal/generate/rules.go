@@ -6,6 +6,7 @@ package generate
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -117,6 +118,7 @@ const (
 	AlertStale                = "DbcanaryCanaryStale"
 	AlertErrorRatioHigh       = "DbcanaryErrorRatioHigh"
 	AlertDataIntegrity        = "DbcanaryDataIntegrityFailure"
+	AlertDurabilityLoss       = "DbcanaryDurabilityLoss"
 	AlertBacklog              = "DbcanaryBacklog"
 	AlertErrorBudgetBurn      = "DbcanaryErrorBudgetBurn"
 	AlertLatencyDrift         = "DbcanaryLatencyDrift"
@@ -125,7 +127,7 @@ const (
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
 var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
-	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
+	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
 	AlertLatencyAboveBaseline}
 
 // Quantiles recorded per target and op.
@@ -210,7 +212,16 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 				l["phase"] = f.Phase
 				name = RecPhaseBaseline
 			}
-			add(&base, Rule{Record: name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: l})
+			if len(f.Targets) == 0 {
+				add(&base, Rule{Record: name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: l})
+			}
+			// A target's own figure is a series of its own name: the boards
+			// join the backend-wide ones on (backend, op, quantile).
+			for _, tg := range f.Targets {
+				lt := maps.Clone(l)
+				lt["target"] = tg
+				add(&base, Rule{Record: "target_" + name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: lt})
+			}
 		}
 	}
 
@@ -244,9 +255,13 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	add(&al, alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d`, RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures), 5*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s and at least %d failures; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning), p.ErrorMinFailures)))
-	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found"}[%s])) > 0`, w5), 0, "critical",
+	// The durability ledger's checks page as DbcanaryDurabilityLoss (with the age), not twice.
+	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found",op!="ledger_check"}[%s])) > 0`, w5), 0, "critical",
 		"Data integrity failure on {{ $labels.backend }} target {{ $labels.target }}: {{ $labels.cause }}",
 		fmt.Sprintf("{{ $value | humanize }} %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
+	add(&al, alert(AlertDurabilityLoss, fmt.Sprintf(`sum by (target, backend, age, result) (increase(dbcanary_ledger_checks_total{result=~"missing|corrupted"}[%s])) > 0`, w5), 0, "critical",
+		"Acknowledged write {{ $labels.result }} on {{ $labels.backend }} target {{ $labels.target }} at the {{ $labels.age }} check",
+		fmt.Sprintf("{{ $value | humanize }} write(s) the store acknowledged were found %s when read back %s later (durability ledger, last %s; baseline: 0): the store lost or changed data it had confirmed.", "{{ $labels.result }}", "{{ $labels.age }}", w5)))
 	add(&al, alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
 		"dbcanary ops on {{ $labels.target }} cannot start: in-flight bound reached",
 		fmt.Sprintf("{{ $value | humanize }} %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", "{{ $labels.op }}", w5)))
@@ -282,11 +297,12 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 // (which pages as down) does not page as slow too.
 func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	w5 := opt.dur(5 * time.Minute)
-	sel := fmt.Sprintf(`%s{backend="%s",op="%s",quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, qs(t.Quantile))
-	hist, hsel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`backend="%s",op="%s"`, t.Backend, t.Op)
+	tm := t.targetMatcher()
+	sel := fmt.Sprintf(`%s{backend="%s",op="%s"%s,quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, tm, qs(t.Quantile))
+	hist, hsel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`backend="%s",op="%s"%s`, t.Backend, t.Op, tm)
 	what := t.Op
 	if t.Phase != "" {
-		sel = fmt.Sprintf(`%s{backend="%s",op="%s",phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, t.Phase, qs(t.Quantile))
+		sel = fmt.Sprintf(`%s{backend="%s",op="%s"%s,phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, tm, t.Phase, qs(t.Quantile))
 		hist, hsel = "dbcanary_op_phase_seconds_bucket", hsel+fmt.Sprintf(`,phase="%s"`, t.Phase)
 		what = t.Op + " " + t.Phase
 	}
