@@ -93,6 +93,13 @@ type Figure struct {
 	Factors *Factors `yaml:"factors,omitempty"`
 	// Note says how the figure maps onto the canary op.
 	Note string `yaml:"note,omitempty"`
+	// Targets limits the figure to these targets (config target names): a
+	// figure measured on one store (`dbcanary calibrate`). Empty: every
+	// target of the backend. For a target it names, it replaces a figure of
+	// the same backend, op, phase and stat that names no target.
+	Targets []string `yaml:"targets,omitempty"`
+	// Samples is how many samples a measured figure was computed from.
+	Samples int `yaml:"samples,omitempty"`
 }
 
 // Kinds, uses and stats.
@@ -109,6 +116,8 @@ var (
 	throughputUnits = []string{"ops/s", "msg/s", "docs/s", "MB/s"}
 	nameRE          = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	opRE            = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
+	// targetRE is the config's target name syntax.
+	targetRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 )
 
 // Seconds is a latency figure's value in seconds.
@@ -258,7 +267,7 @@ func (b *File) Validate() Errors {
 		}
 	}
 	ids := map[string]bool{}
-	alerted := map[string]string{} // backend/op/phase/stat → figure id: one alert figure each
+	alerted := map[string]string{} // backend/op/phase/stat[/target] → figure id: one alert figure each
 	for i, f := range b.Figures {
 		path := fmt.Sprintf("figures[%d]", i)
 		if f.ID != "" {
@@ -300,6 +309,17 @@ func (b *File) Validate() Errors {
 		if f.Factors != nil {
 			checkFactors(path+".factors", *f.Factors)
 		}
+		for j, t := range f.Targets {
+			switch {
+			case !targetRE.MatchString(t):
+				bad(fmt.Sprintf("%s.targets[%d]", path, j), "not a target name: %q", t)
+			case slices.Index(f.Targets, t) < j:
+				bad(fmt.Sprintf("%s.targets[%d]", path, j), "duplicate %q", t)
+			}
+		}
+		if f.Samples < 0 {
+			bad(path+".samples", "must not be negative, got %d", f.Samples)
+		}
 		switch f.Kind {
 		case KindLatency, KindPhase:
 			if _, ok := latencyUnits[f.Unit]; !ok {
@@ -319,12 +339,22 @@ func (b *File) Validate() Errors {
 				if !isQ {
 					bad(path+".use", "only a quantile can be alerted on (histogram_quantile), not %q", f.Stat)
 				}
+				targets := f.Targets
+				if len(targets) == 0 {
+					targets = []string{""}
+				}
 				for _, op := range f.Ops {
-					key := strings.Join([]string{f.Backend, op, f.Phase, f.Stat}, "/")
-					if other, dup := alerted[key]; dup {
-						bad(path+".ops", "%s %s %s is already alerted on by figure %s", f.Backend, op, f.Stat, other)
+					for _, t := range targets {
+						key := strings.Join([]string{f.Backend, op, f.Phase, f.Stat, t}, "/")
+						if other, dup := alerted[key]; dup {
+							on := ""
+							if t != "" {
+								on = " on target " + t
+							}
+							bad(path+".ops", "%s %s %s%s is already alerted on by figure %s", f.Backend, op, f.Stat, on, other)
+						}
+						alerted[key] = f.ID
 					}
-					alerted[key] = f.ID
 				}
 			}
 		case KindThroughput:

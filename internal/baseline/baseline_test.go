@@ -100,3 +100,31 @@ func TestDuplicateAlertFigure(t *testing.T) {
 		t.Errorf("error = %v, want %q", err, want)
 	}
 }
+
+// A figure may be limited to targets: per target, one alert figure per
+// backend/op/phase/stat, beside one that names no target.
+func TestTargetFigures(t *testing.T) {
+	ok := good + `  - {id: g, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: s, conditions: c, use: alert, targets: [mq-a, mq.b], samples: 600}
+  - {id: h, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 4, unit: ms, quoted: "4 ms", source: s, conditions: c, use: alert, targets: [mq-c]}
+`
+	b, err := Parse([]byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := b.Figures[1]; len(g.Targets) != 2 || g.Samples != 600 {
+		t.Fatalf("figure g: %+v", g)
+	}
+	for _, tc := range []struct{ extra, want string }{
+		{`  - {id: g, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: s, conditions: c, use: alert, targets: [a, a]}
+  - {id: h, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: s, conditions: c, use: alert, targets: [Bad]}
+`, "figures[1](g).targets[1]: duplicate \"a\"\nfigures[1](g).ops: rabbitmq publish p99 on target a is already alerted on by figure g\nfigures[2](h).targets[0]: not a target name: \"Bad\""},
+		{`  - {id: g, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: s, conditions: c, use: alert, targets: [a], samples: -1}
+  - {id: h, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: s, conditions: c, use: alert, targets: [a]}
+`, "figures[1](g).samples: must not be negative, got -1\nfigures[2](h).ops: rabbitmq publish p99 on target a is already alerted on by figure g"},
+	} {
+		_, err := Parse([]byte(good + tc.extra))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("error:\n got %v\nwant %s", err, tc.want)
+		}
+	}
+}

@@ -133,6 +133,9 @@ func newBoardData(b *baseline.File) (*boardData, error) {
 	}
 	d := &boardData{b: b, thresholds: map[string][2]Threshold{}, figures: map[string][]baseline.Figure{}}
 	for _, t := range th {
+		if t.Target != "" {
+			continue // boards draw backend-wide lines; a target's own threshold is in its alert
+		}
 		k := key(t.Backend, t.Op, t.Phase)
 		p := d.thresholds[k]
 		if t.Severity == "warning" {

@@ -267,11 +267,11 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 
 	// Per threshold pair: samples just above the warning bound (warning only),
 	// above the critical bound (both), and in the lowest bucket (none).
-	type key struct{ backend, op, phase string }
+	type key struct{ backend, op, phase, target string }
 	pairs := map[key][2]Threshold{}
 	var order []key
 	for _, t := range th {
-		k := key{t.Backend, t.Op, t.Phase}
+		k := key{t.Backend, t.Op, t.Phase, t.Target}
 		p, seen := pairs[k]
 		if !seen {
 			order = append(order, k)
@@ -286,6 +286,9 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 	for _, k := range order {
 		w, c := pairs[k][0], pairs[k][1]
 		l := map[string]string{"target": k.backend + "-1", "backend": k.backend, "op": k.op}
+		if k.target != "" {
+			l["target"] = k.target // a target's own threshold
+		}
 		metric := "dbcanary_op_latency_seconds_bucket"
 		sl := merge(l, "result", "ok")
 		if k.phase != "" {

@@ -6,6 +6,7 @@ package generate
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -211,7 +212,16 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 				l["phase"] = f.Phase
 				name = RecPhaseBaseline
 			}
-			add(&base, Rule{Record: name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: l})
+			if len(f.Targets) == 0 {
+				add(&base, Rule{Record: name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: l})
+			}
+			// A target's own figure is a series of its own name: the boards
+			// join the backend-wide ones on (backend, op, quantile).
+			for _, tg := range f.Targets {
+				lt := maps.Clone(l)
+				lt["target"] = tg
+				add(&base, Rule{Record: "target_" + name, Expr: fmt.Sprintf("vector(%s)", qs(f.Seconds())), Labels: lt})
+			}
 		}
 	}
 
@@ -287,11 +297,12 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 // (which pages as down) does not page as slow too.
 func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	w5 := opt.dur(5 * time.Minute)
-	sel := fmt.Sprintf(`%s{backend="%s",op="%s",quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, qs(t.Quantile))
-	hist, hsel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`backend="%s",op="%s"`, t.Backend, t.Op)
+	tm := t.targetMatcher()
+	sel := fmt.Sprintf(`%s{backend="%s",op="%s"%s,quantile="%s"}`, RecLatencyQuantile, t.Backend, t.Op, tm, qs(t.Quantile))
+	hist, hsel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`backend="%s",op="%s"%s`, t.Backend, t.Op, tm)
 	what := t.Op
 	if t.Phase != "" {
-		sel = fmt.Sprintf(`%s{backend="%s",op="%s",phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, t.Phase, qs(t.Quantile))
+		sel = fmt.Sprintf(`%s{backend="%s",op="%s"%s,phase="%s",quantile="%s"}`, RecPhaseQuantile, t.Backend, t.Op, tm, t.Phase, qs(t.Quantile))
 		hist, hsel = "dbcanary_op_phase_seconds_bucket", hsel+fmt.Sprintf(`,phase="%s"`, t.Phase)
 		what = t.Op + " " + t.Phase
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/metrics"
@@ -13,16 +15,36 @@ import (
 // Threshold is one latency alert threshold: a figure × factor, snapped onto a
 // classic bucket bound where histogram_quantile is exact.
 type Threshold struct {
-	Figure   baseline.Figure
-	Source   baseline.Source
-	Backend  string
-	Op       string
-	Phase    string
-	Quantile float64
-	Severity string
-	Factor   float64
+	Figure  baseline.Figure
+	Source  baseline.Source
+	Backend string
+	Op      string
+	Phase   string
+	// Target is set when the figure names its targets (one threshold each);
+	// ExcludeTargets, on a backend-wide threshold, lists the targets that
+	// have a figure of their own for the same op, phase and stat.
+	Target         string
+	ExcludeTargets []string
+	Quantile       float64
+	Severity       string
+	Factor         float64
 	// Raw is figure × factor in seconds; Bound is the bucket bound used.
 	Raw, Bound float64
+}
+
+// targetMatcher selects the threshold's targets in PromQL ("" for all).
+func (t Threshold) targetMatcher() string {
+	if t.Target != "" {
+		return fmt.Sprintf(`,target="%s"`, t.Target)
+	}
+	if len(t.ExcludeTargets) == 0 {
+		return ""
+	}
+	alt := make([]string, len(t.ExcludeTargets))
+	for i, x := range t.ExcludeTargets {
+		alt[i] = strings.ReplaceAll(regexp.QuoteMeta(x), `\`, `\\`)
+	}
+	return fmt.Sprintf(`,target!~"%s"`, strings.Join(alt, "|"))
 }
 
 // Shift is how far the bound moved from the raw value, relative (+0.14 = 14 % looser).
@@ -63,9 +85,22 @@ func nextBound(v float64) float64 {
 func Thresholds(b *baseline.File) ([]Threshold, error) {
 	var out []Threshold
 	var errs baseline.Errors
+	own := map[string][]string{} // backend/op/phase/stat → targets with a figure of their own
+	for _, f := range b.Figures {
+		if f.Use == baseline.UseAlert {
+			for _, op := range f.Ops {
+				k := strings.Join([]string{f.Backend, op, f.Phase, f.Stat}, "/")
+				own[k] = append(own[k], f.Targets...)
+			}
+		}
+	}
 	for _, f := range b.Figures {
 		if f.Use != baseline.UseAlert {
 			continue
+		}
+		targets := f.Targets
+		if len(targets) == 0 {
+			targets = []string{""}
 		}
 		q, _ := f.Quantile()
 		be, ok := backendByName(f.Backend)
@@ -79,23 +114,29 @@ func Thresholds(b *baseline.File) ([]Threshold, error) {
 				errs = append(errs, fmt.Errorf("figure %s: %s has no op %q (phase %q) in the generator's backend table", f.ID, f.Backend, op, f.Phase))
 				continue
 			}
-			for _, sev := range []struct {
-				name   string
-				factor float64
-			}{{"warning", fac.Warning}, {"critical", fac.Critical}} {
-				raw := f.Seconds() * sev.factor
-				bound, ok := snap(raw, b.SnapTolerance, metrics.LatencyBuckets)
-				if !ok {
-					errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to metrics.LatencyBuckets",
-						f.ID, sev.name, raw, f.Seconds(), sev.factor))
-					continue
+			for _, target := range targets {
+				var exclude []string
+				if target == "" {
+					exclude = own[strings.Join([]string{f.Backend, op, f.Phase, f.Stat}, "/")]
 				}
-				if sev.name == "critical" && len(out) > 0 && out[len(out)-1].Bound >= bound {
-					errs = append(errs, fmt.Errorf("figure %s op %s: critical threshold snaps to %gs, not above the warning's %gs: raise factors.critical", f.ID, op, bound, out[len(out)-1].Bound))
-					continue
+				for _, sev := range []struct {
+					name   string
+					factor float64
+				}{{"warning", fac.Warning}, {"critical", fac.Critical}} {
+					raw := f.Seconds() * sev.factor
+					bound, ok := snap(raw, b.SnapTolerance, metrics.LatencyBuckets)
+					if !ok {
+						errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to metrics.LatencyBuckets",
+							f.ID, sev.name, raw, f.Seconds(), sev.factor))
+						continue
+					}
+					if sev.name == "critical" && len(out) > 0 && out[len(out)-1].Bound >= bound {
+						errs = append(errs, fmt.Errorf("figure %s op %s: critical threshold snaps to %gs, not above the warning's %gs: raise factors.critical", f.ID, op, bound, out[len(out)-1].Bound))
+						continue
+					}
+					out = append(out, Threshold{Figure: f, Source: b.Source(f.Source), Backend: f.Backend, Op: op, Phase: f.Phase,
+						Target: target, ExcludeTargets: exclude, Quantile: q, Severity: sev.name, Factor: sev.factor, Raw: raw, Bound: bound})
 				}
-				out = append(out, Threshold{Figure: f, Source: b.Source(f.Source), Backend: f.Backend, Op: op, Phase: f.Phase,
-					Quantile: q, Severity: sev.name, Factor: sev.factor, Raw: raw, Bound: bound})
 			}
 		}
 	}
@@ -120,8 +161,12 @@ func ThresholdTable(b *baseline.File) []byte {
 	}
 	buf.WriteString("| backend | op | phase | stat | figure | severity | factor | figure × factor | bound | shift | source | conditions |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range th {
+		op := t.Op
+		if t.Target != "" {
+			op += " (target " + t.Target + ")"
+		}
 		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s (`%s`) | %s | %g | %gs | %gs | %+.1f %% | %s | %s |\n",
-			t.Backend, t.Op, t.Phase, t.Figure.Stat, fmtFigure(t.Figure), t.Figure.ID, t.Severity, t.Factor, round(t.Raw), t.Bound, t.Shift()*100,
+			t.Backend, op, t.Phase, t.Figure.Stat, fmtFigure(t.Figure), t.Figure.ID, t.Severity, t.Factor, round(t.Raw), t.Bound, t.Shift()*100,
 			t.Source.Document, t.Figure.Conditions)
 	}
 	return buf.Bytes()
