@@ -55,6 +55,8 @@ type runner struct {
 
 	// onReport, when set (by `once`), sees every recorded sample.
 	onReport func(op string, latency time.Duration, err error)
+	// onSample, when set (load mode: bench, calibrate), sees every sample whole.
+	onSample func(s *opState, intended, sent, end time.Time, out *probes.Outcome, err error)
 }
 
 type opState struct {
@@ -327,6 +329,9 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 	latency := end.Sub(intended)
 	if r.onReport != nil {
 		r.onReport(s.op.Name, latency, err)
+	}
+	if r.onSample != nil {
+		r.onSample(s, intended, sent, end, out, err)
 	}
 	o := s.obs
 	if o == nil {
