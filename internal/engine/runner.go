@@ -83,8 +83,8 @@ func healthOf(err error) health {
 	switch {
 	case c == probes.CauseBacklog:
 		return healthUnknown // says nothing new: the ops still running will report
-	case c.DataCause():
-		return healthReached
+	case c.DataCause(), c == probes.CauseStale:
+		return healthReached // the store answered
 	case c.ConfigCause():
 		return healthMisconfig
 	}

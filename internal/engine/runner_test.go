@@ -139,6 +139,11 @@ targets:
 	if gauge(r.up) != 1 || gauge(r.misconfigured) != 0 {
 		t.Error("a mismatch reached the store: want up 1, misconfigured 0")
 	}
+	// A stale read under weak consistency: the store answered.
+	r.record(other, now, now, now, nil, probes.Fail(probes.CauseStale, io.EOF))
+	if gauge(r.up) != 1 {
+		t.Error("a stale read reached the store: want up 1")
+	}
 	// Backlog says nothing new about the store.
 	r.record(other, now, now, now, nil, errBacklog)
 	if gauge(r.up) != 1 {
