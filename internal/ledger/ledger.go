@@ -365,6 +365,22 @@ func (l *Ledger) Record(d Due, r Result) (done bool, err error) {
 	return true, l.save()
 }
 
+// Forget removes, unchecked and uncounted, the entries acknowledged before
+// the given time that are not being checked, and returns how many. A probe
+// calls it for writes its store has removed by design (a TTL about to expire
+// them, a canary table created anew): reading them back would report a loss
+// that is not one.
+func (l *Ledger) Forget(before time.Time) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.entries)
+	l.entries = slices.DeleteFunc(l.entries, func(e Entry) bool { return !l.busy[e.Key] && e.Acked.Before(before) })
+	if n == len(l.entries) {
+		return 0, nil
+	}
+	return n - len(l.entries), l.save()
+}
+
 // Stats returns the number of entries and the age of the oldest.
 func (l *Ledger) Stats(now time.Time) (int, time.Duration) {
 	l.mu.Lock()

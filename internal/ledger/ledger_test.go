@@ -223,3 +223,39 @@ func count(reg *prometheus.Registry, name string) (int, error) {
 	}
 	return n, err
 }
+
+// TestForget: entries acknowledged before the cut leave unchecked and
+// uncounted, busy ones stay, and the file no longer names them.
+func TestForget(t *testing.T) {
+	dir := t.TempDir()
+	l := openIn(t, dir, "forget")
+	now := time.Now()
+	for i, k := range []string{"old1", "old2", "new"} {
+		if err := l.Add(entry(k, now.Add(time.Duration(i-2)*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := l.Take(now.Add(2*time.Hour), 1) // old1, now busy
+	if len(busy) != 1 || busy[0].Key != "old1" {
+		t.Fatalf("take: %+v", busy)
+	}
+	n, err := l.Forget(now.Add(-30 * time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("forget: %d, %v; want 1 (old2; old1 is busy)", n, err)
+	}
+	var keys []string
+	for _, e := range l.Entries() {
+		keys = append(keys, e.Key)
+	}
+	if strings.Join(keys, ",") != "old1,new" {
+		t.Fatalf("entries after forget: %v", keys)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := Open(Options{Target: "forget", Backend: "test", Instance: "i1"})
+	defer again.Close()
+	if n := len(again.Entries()); n != 2 {
+		t.Fatalf("reloaded entries: %d, want 2", n)
+	}
+}
