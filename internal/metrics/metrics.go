@@ -54,16 +54,16 @@ const (
 
 // Metrics holds every collector; one instance per registry.
 type Metrics struct {
-	Latency     *prometheus.HistogramVec
-	ServiceTime *prometheus.HistogramVec
-	Phase       *prometheus.HistogramVec
-	Failures    *prometheus.CounterVec
+	Latency       *prometheus.HistogramVec
+	ServiceTime   *prometheus.HistogramVec
+	Phase         *prometheus.HistogramVec
+	Failures      *prometheus.CounterVec
 	Up            *prometheus.GaugeVec
 	Misconfigured *prometheus.GaugeVec
 	ExpectedRate  *prometheus.GaugeVec
-	LastSuccess *prometheus.GaugeVec
-	Bytes       *prometheus.CounterVec
-	InFlight    *prometheus.GaugeVec
+	LastSuccess   *prometheus.GaugeVec
+	Bytes         *prometheus.CounterVec
+	InFlight      *prometheus.GaugeVec
 
 	ReloadSuccess   prometheus.Gauge
 	ReloadTimestamp prometheus.Gauge
@@ -151,11 +151,11 @@ func (m *Metrics) DeleteTarget(target string) {
 type OpObservers struct {
 	LatencyOK, LatencyErr prometheus.Observer
 	ServiceOK, ServiceErr prometheus.Observer
-	Failures         map[probes.Cause]prometheus.Counter
-	LastSuccess      prometheus.Gauge
-	BytesSent        prometheus.Counter
-	BytesReceived    prometheus.Counter
-	Phases           map[string]prometheus.Observer
+	Failures              map[probes.Cause]prometheus.Counter
+	LastSuccess           prometheus.Gauge
+	BytesSent             prometheus.Counter
+	BytesReceived         prometheus.Counter
+	Phases                map[string]prometheus.Observer
 }
 
 // ForOp resolves (and thereby creates, at zero) every series of one op.
