@@ -76,6 +76,7 @@ histograms, failure causes and availability as Prometheus metrics.`,
 		newDumpConfigCmd(g, stdout, stderr),
 		newOnceCmd(g, stdout, stderr),
 		newGenerateCmd(stdout, stderr),
+		newCalibrateCmd(g, stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print version information",
