@@ -19,6 +19,8 @@ FUZZTIME ?= 150000x
 SOAK_DURATION ?= 30m
 # Backends the demo brings up (each has test/stack/<name>.sh).
 DEMO_BACKENDS ?= rabbitmq cassandra opensearch minio
+# Where the demo daemon listens: loopback only, like the rest of the demo stack.
+DEMO_LISTEN ?= 127.0.0.1:19190
 INTEGRATION_TIMEOUT ?= 40m
 
 
@@ -78,8 +80,8 @@ bench:
 ## demo: bring up the local stack and run dbcanary against it
 demo: build stack-up
 	@source <($(STACK)/demo-env.sh) && \
-	echo "dbcanary metrics: http://127.0.0.1:19190/metrics  (Ctrl-C stops dbcanary; 'make stack-down' stops the stack)" && \
-	exec $(BIN) run --config.file deploy/local/dbcanary.yaml
+	echo "dbcanary metrics: http://$(DEMO_LISTEN)/metrics  (Ctrl-C stops dbcanary; 'make stack-down' stops the stack)" && \
+	exec $(BIN) run --config.file deploy/local/dbcanary.yaml --web.listen-address $(DEMO_LISTEN)
 
 stack-up:
 	@for b in $(DEMO_BACKENDS); do $(STACK)/$$b.sh start; done

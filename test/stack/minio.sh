@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# MinIO (S3) for tests and the demo: built from the Go module proxy (no semver
-# tags: @latest is a pseudo-version), cached under $STACK_DIR/bin, S3 API on
+# MinIO (S3) for tests and the demo: built from the Go module proxy at a pinned
+# version (MinIO has no semver tags the proxy serves, so the pin is a
+# pseudo-version: the proxy's @latest on 2026-11-23, i.e. the commit of
+# 2026-02-12). Cached as $STACK_DIR/bin/minio-$VERSION, with
+# $STACK_DIR/bin/minio a symlink to the pinned build (tests exec that path):
+# changing the pin builds a new binary; a running server keeps its old one
+# until its next start. S3 API on
 # 127.0.0.1:9000 and console on 127.0.0.1:9001, data under $STACK_DIR/minio.
 # Root credentials are generated once into files and passed via environment.
 # (MinIO also listens on the other loopback address, [::1]:9000, by design:
 # its console talks to the server over loopback. Nothing binds a public address.)
-# Usage: minio.sh install|start|stop|status|env
+# Usage: minio.sh install|start|stop|status|env|version
 source "$(dirname "$0")/lib.sh"
 
-VERSION=${DBCANARY_MINIO_VERSION:-latest}
+# Bump deliberately: `go list -m github.com/minio/minio@latest` names the newest.
+VERSION=${DBCANARY_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 PORT=${DBCANARY_MINIO_PORT:-9000}
 CONSOLE_PORT=${DBCANARY_MINIO_CONSOLE_PORT:-9001}
 DIR=$STACK_DIR/minio
-BIN=$STACK_DIR/bin/minio
+BIN=$STACK_DIR/bin/minio-$VERSION
+LINK=$STACK_DIR/bin/minio
 PIDFILE=$DIR/minio.pid
 ROOT_USER_FILE=$DIR/root-user
 ROOT_PASSWORD_FILE=$DIR/root-password
@@ -26,12 +33,36 @@ lock() {
   flock -w 900 9 || die "minio: could not get $DIR/.lock within 900s"
 }
 
+# built_version FILE: the github.com/minio/minio module version a binary was built from.
+built_version() {
+  go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/minio/minio" { print $3; exit }'
+}
+
 install() {
-  [ -x "$BIN" ] && return 0
-  mkdir -p "$STACK_DIR/bin" "$DIR/gobin"
-  log "minio: building @$VERSION from the Go module proxy (takes minutes cold)"
-  GOBIN=$DIR/gobin GOFLAGS=-mod=mod go install "github.com/minio/minio@$VERSION"
-  mv "$DIR/gobin/minio" "$BIN"
+  case "$VERSION" in
+    v*) ;;
+    *) die "minio: DBCANARY_MINIO_VERSION must be a module version (vX.Y.Z or a pseudo-version), not '$VERSION'" ;;
+  esac
+  if [ ! -x "$BIN" ]; then
+    mkdir -p "$STACK_DIR/bin" "$DIR/gobin"
+    if [ -f "$LINK" ] && [ ! -L "$LINK" ] && [ "$(built_version "$LINK")" = "$VERSION" ]; then
+      # A cache from before the pin (unversioned file) built from this very
+      # version: keep it (hard link, so $LINK never goes missing meanwhile).
+      log "minio: adopting the cached $LINK (built from $VERSION)"
+      ln "$LINK" "$BIN" 2>/dev/null || cp -p "$LINK" "$BIN"
+    else
+      log "minio: building $VERSION from the Go module proxy (takes minutes cold)"
+      GOBIN=$DIR/gobin GOFLAGS=-mod=mod go install "github.com/minio/minio@$VERSION"
+      [ "$(built_version "$DIR/gobin/minio")" = "$VERSION" ] || die "minio: the build does not report module version $VERSION"
+      mv "$DIR/gobin/minio" "$BIN"
+    fi
+  fi
+  # Point the stable path at the pinned build (replaced by rename: a server
+  # running the old binary is not disturbed).
+  if [ "$(readlink "$LINK" 2>/dev/null)" != "minio-$VERSION" ]; then
+    ln -sfn "minio-$VERSION" "$LINK.tmp.$$" && mv -Tf "$LINK.tmp.$$" "$LINK"
+    log "minio: $LINK -> minio-$VERSION"
+  fi
 }
 
 ready() {
@@ -89,5 +120,6 @@ case "${1:-}" in
   stop) lock; stop ;;
   status) status ;;
   env) env_ ;;
-  *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
+  version) echo "$VERSION" ;;
+  *) echo "usage: $0 install|start|stop|status|env|version" >&2; exit 2 ;;
 esac
