@@ -12,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 
 	MixedWorkload MixedConfig `yaml:"mixed_workload"`
 	YCSBA         YCSBConfig  `yaml:"ycsb_a"`
+	// Ledger configures the durability ledger (ledger.go); its ages are
+	// bounded by the ttl.
+	Ledger ledger.Config `yaml:"ledger"`
 }
 
 // Replication is the canary keyspace's replication, used only when creating it.
@@ -172,7 +176,7 @@ func (c *Config) Validate() []error {
 	if c.ReadMinAge < 0 || c.ReadMinAge >= c.TTL/2 {
 		errs = append(errs, probes.Invalid("read_min_age", "must be between 0 and half the ttl, got %s", c.ReadMinAge))
 	}
-	ops := c.opNames()
+	ops := append(c.opNames(), ledger.OpWrite, ledger.OpCheck)
 	switch c.Profile {
 	case ProfileMixed:
 		errs = append(errs, c.MixedWorkload.ASize.validate("mixed_workload.a_size")...)
@@ -189,6 +193,9 @@ func (c *Config) Validate() []error {
 		}
 	default:
 		errs = append(errs, probes.Invalid("profile", "must be %s or %s, got %q", ProfileMixed, ProfileYCSBA, c.Profile))
+	}
+	if c.TTL >= 10*time.Second {
+		errs = append(errs, c.validateLedger()...)
 	}
 	for _, op := range slices.Sorted(maps.Keys(c.Consistency)) {
 		if !slices.Contains(ops, op) {
@@ -312,14 +319,14 @@ func (c *Config) opNames() []string {
 // insert:read 1:4 (cassandra-stress mixed run), read:update 95:5 (YCSB A).
 func (c *Config) Ops() []probes.OpSpec {
 	if c.Profile == ProfileYCSBA {
-		return []probes.OpSpec{
+		return append([]probes.OpSpec{
 			{Name: OpRead, DefaultRate: 0.95, Help: "read a whole usertable row this instance wrote and compare the 10 fields byte for byte"},
 			{Name: OpUpdate, DefaultRate: 0.05, Help: "update one field of a usertable row of this instance (the whole row the first time)"},
-		}
+		}, ledger.Specs()...)
 	}
-	return []probes.OpSpec{
+	return append([]probes.OpSpec{
 		{Name: OpInsert, DefaultRate: 0.2, Help: "insert a mixed_workload row (uuid key, blobs a and b of random sizes) with the table TTL"},
 		{Name: OpRead, DefaultRate: 0.8, Help: "read a row this instance inserted recently and compare both blobs byte for byte"},
 		{Name: OpReadMiss, DefaultRate: 0, Help: "read a key never written (expects no row): the missing half of a half-miss read mix"},
-	}
+	}, ledger.Specs()...)
 }

@@ -63,7 +63,7 @@ func TestValidateErrors(t *testing.T) {
 		{"sizes", func(c *Config) { c.MixedWorkload.BSize = SizeRange{Min: 10, Max: 5} }, "mixed_workload.b_size: need 1 <= min <= max <= 16777216 bytes, got min 10 max 5"},
 		{"ring", func(c *Config) { c.MixedWorkload.RecentKeys = 0 }, "mixed_workload.recent_keys: must be between 1 and 1000000, got 0"},
 		{"records", func(c *Config) { c.Profile, c.YCSBA.RecordCount = ProfileYCSBA, 0 }, "ycsb_a.record_count: must be between 1 and 10000000, got 0"},
-		{"consistency op", func(c *Config) { c.Consistency = map[string]string{"update": "ONE"} }, "consistency.update: unknown op for profile mixed_workload (ops: insert, read, read_miss)"},
+		{"consistency op", func(c *Config) { c.Consistency = map[string]string{"update": "ONE"} }, "consistency.update: unknown op for profile mixed_workload (ops: insert, read, read_miss, ledger_write, ledger_check)"},
 		{"consistency level", func(c *Config) { c.Consistency = map[string]string{"read": "MOST"} }, `consistency.read: "MOST" is not a consistency level`},
 		{"serial", func(c *Config) { c.Consistency = map[string]string{"read": "SERIAL"} }, "consistency.read: SERIAL is only for lightweight transactions"},
 		{"timeout", func(c *Config) { c.ConnectTimeout = 0 }, "connect_timeout: must be positive, got 0s"},
@@ -115,15 +115,15 @@ func TestOpsPerProfile(t *testing.T) {
 	for _, op := range c.Ops() {
 		rates[op.Name] = op.DefaultRate
 	}
-	if rates[OpInsert] != 0.2 || rates[OpRead] != 0.8 || rates[OpReadMiss] != 0 || len(rates) != 3 {
-		t.Errorf("mixed_workload default rates %v, want insert 0.2 read 0.8 read_miss 0 (1:4)", rates)
+	if rates[OpInsert] != 0.2 || rates[OpRead] != 0.8 || rates[OpReadMiss] != 0 || rates["ledger_write"] != 0.05 || rates["ledger_check"] != 0.1 || len(rates) != 5 {
+		t.Errorf("mixed_workload default rates %v, want insert 0.2 read 0.8 read_miss 0 (1:4), ledger_write 0.05 ledger_check 0.1", rates)
 	}
 	c.Profile = ProfileYCSBA
 	rates = map[string]float64{}
 	for _, op := range c.Ops() {
 		rates[op.Name] = op.DefaultRate
 	}
-	if rates[OpRead] != 0.95 || rates[OpUpdate] != 0.05 || len(rates) != 2 {
-		t.Errorf("ycsb_a default rates %v, want read 0.95 update 0.05", rates)
+	if rates[OpRead] != 0.95 || rates[OpUpdate] != 0.05 || rates["ledger_write"] != 0.05 || len(rates) != 4 {
+		t.Errorf("ycsb_a default rates %v, want read 0.95 update 0.05 and the ledger's", rates)
 	}
 }

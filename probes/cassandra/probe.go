@@ -12,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -39,6 +40,9 @@ type Probe struct {
 	pool       payloadPool
 	ring       *keyRing // mixed_workload
 	recs       *records // ycsb_a
+	ledger     *ledger.Ledger
+	ledgerW    gocql.Consistency // the ledger's write level
+	ledgerR    gocql.Consistency // the ledger's read level
 
 	mu           sync.Mutex // guards the session state below
 	sess         *gocql.Session
@@ -52,6 +56,8 @@ type statements struct {
 	insert, read         string
 	ycsbInsert, ycsbRead string
 	ycsbUpdate           [ycsbFields]string
+	ledgerWrite          string
+	ledgerRead           string
 }
 
 // New builds the probe; it does no I/O.
@@ -105,6 +111,7 @@ func New(t probes.Target) (*Probe, error) {
 		p.stmts.insert = fmt.Sprintf("INSERT INTO %s.mixed_workload (key, a, b) VALUES (?, ?, ?) USING TTL ?", ks)
 		p.stmts.read = fmt.Sprintf("SELECT * FROM %s.mixed_workload WHERE key = ?", ks)
 	}
+	p.openLedger(t)
 	return p, nil
 }
 
@@ -115,6 +122,10 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 		return err
 	}
 	switch {
+	case op == ledger.OpWrite:
+		return p.ledgerWrite(ctx, s, out)
+	case op == ledger.OpCheck:
+		return p.ledgerCheck(ctx, s, out)
 	case p.ring != nil && op == OpInsert:
 		_, err = p.insert(ctx, s, out)
 		return err
@@ -204,6 +215,10 @@ func (p *Probe) missed(cause probes.Cause, err error, confirm func(gocql.Consist
 // run: every row carries the TTL and expires by itself, and deleting would
 // only add tombstones.
 func (p *Probe) Close() error {
+	lerr := p.closeLedger()
+	if lerr != nil {
+		p.logger.Warn("durability ledger: cannot save the file", "err", lerr)
+	}
 	p.mu.Lock()
 	sess := p.sess
 	p.sess = nil

@@ -24,15 +24,16 @@ type privateNode struct {
 	dir         string
 	cql, gossip int
 	env         stack.Env
+	extraEnv    []string // more DBCANARY_CASSANDRA_* settings for the script
 }
 
-func startPrivateNode(t *testing.T) *privateNode {
+func startPrivateNode(t *testing.T, extraEnv ...string) *privateNode {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dbcanary-cass-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &privateNode{dir: dir, cql: freePort(t), gossip: freePort(t)}
+	n := &privateNode{dir: dir, cql: freePort(t), gossip: freePort(t), extraEnv: extraEnv}
 	t.Cleanup(func() {
 		if out, err := n.script("stop"); err != nil {
 			t.Errorf("stop private node: %v\n%s", err, out)
@@ -68,6 +69,7 @@ func (n *privateNode) script(action string) (string, error) {
 	cmd := exec.Command("bash", filepath.Join(stack.Dir(), "cassandra.sh"), action)
 	cmd.Env = append(os.Environ(), "DBCANARY_STACK_DIR="+n.dir, "DBCANARY_CASSANDRA_HEAP_MAX=512M",
 		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", n.cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", n.gossip))
+	cmd.Env = append(cmd.Env, n.extraEnv...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

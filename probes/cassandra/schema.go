@@ -44,6 +44,7 @@ func (p *Probe) Prepare(ctx context.Context) error {
 		}
 		// A new table holds none of the rows remembered: forget them.
 		p.resetWritten()
+		p.forgetLedger()
 	case err != nil:
 		return p.classify("reading system_schema.tables", err)
 	case time.Duration(ttl)*time.Second != p.cfg.TTL:

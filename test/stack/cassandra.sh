@@ -10,6 +10,13 @@ VERSION=5.0.9
 PORT=${DBCANARY_CASSANDRA_PORT:-9042}
 STORAGE_PORT=${DBCANARY_CASSANDRA_STORAGE_PORT:-7000}
 HEAP_MAX=${DBCANARY_CASSANDRA_HEAP_MAX:-1G}
+# Commit log durability, for the durability ledger's proofs on a private node:
+# periodic (with its period) or batch, and an optional compressor class
+# (LZ4Compressor: segments are then buffered in the process until each sync,
+# so a SIGKILL loses what was not synced, as a machine crash would).
+COMMITLOG_SYNC=${DBCANARY_CASSANDRA_COMMITLOG_SYNC:-periodic}
+COMMITLOG_SYNC_PERIOD=${DBCANARY_CASSANDRA_COMMITLOG_SYNC_PERIOD:-10000ms}
+COMMITLOG_COMPRESSION=${DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION:-}
 SHARED=$STACK_DIR/cassandra-$VERSION # classpath cache, shared by every node
 DIR=$STACK_DIR/cassandra
 PIDFILE=$DIR/cassandra.pid
@@ -38,6 +45,9 @@ POM
 
 configure() {
   mkdir -p "$DIR/data" "$DIR/logs" "$DIR/triggers"
+  local commitlog="commitlog_sync: $COMMITLOG_SYNC"
+  if [ "$COMMITLOG_SYNC" = periodic ]; then commitlog+=$'\n'"commitlog_sync_period: $COMMITLOG_SYNC_PERIOD"; fi
+  if [ -n "$COMMITLOG_COMPRESSION" ]; then commitlog+=$'\n'"commitlog_compression:"$'\n'"  - class_name: $COMMITLOG_COMPRESSION"; fi
   printf 'cassandra' > "$DIR/password"
   chmod 600 "$DIR/password"
   cat > "$DIR/cassandra.yaml" <<YAML
@@ -54,8 +64,7 @@ rpc_address: 127.0.0.1
 storage_port: $STORAGE_PORT
 native_transport_port: $PORT
 start_native_transport: true
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+$commitlog
 memtable_heap_space: 128MiB
 memtable_offheap_space: 128MiB
 file_cache_size: 64MiB
