@@ -77,6 +77,7 @@ histograms, failure causes and availability as Prometheus metrics.`,
 		newOnceCmd(g, stdout, stderr),
 		newGenerateCmd(stdout, stderr),
 		newCalibrateCmd(g, stdout, stderr),
+		newBenchCmd(g, stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print version information",

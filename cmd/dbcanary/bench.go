@@ -1,0 +1,233 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/version"
+	"github.com/spf13/cobra"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/bench"
+	"github.com/dbcanary/dbcanary/probes/s3"
+)
+
+type benchFlags struct {
+	profile   string
+	list      bool
+	target    string
+	yes       bool
+	base      string
+	jsonOut   string
+	htmlOut   string
+	duration  time.Duration
+	ops       int64
+	warmup    time.Duration
+	workers   int
+	rate      float64
+	mix       string
+	timeout   time.Duration
+	sizes     string
+	s3Workers string
+	bulkSize  int
+	records   int
+	grace     time.Duration
+}
+
+// newBenchCmd is `dbcanary bench --profile X`: a reference benchmark run with
+// the canary's probes, every read verified.
+func newBenchCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a reference benchmark (cassandra-mixed, ycsb-a, opensearch-pmc, rabbitmq-perftest, s3-sizes) against a target, every read verified, and compare with the documented figures",
+		Long: `bench loads one target of the config the way a reference benchmark tool
+does (cassandra-stress, YCSB, opensearch-benchmark, rabbitmq-perf-test,
+s3-benchmark), with dbcanary's own probes, so every read is verified, then
+prints the tables the reference documents show, each figure beside its
+documented reference with the ratio and a verdict. --json and --html write
+the same report for machines and for people (a self-contained page with
+latency and throughput over time).
+
+It writes only in a namespace of its own (removed at the end), stops by
+itself at its duration or op count, and refuses a target that is not on this
+machine's loopback interface unless --yes is given.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, g, f, stdout, stderr) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.profile, "profile", "", "Profile to run (--list shows them).")
+	fl.BoolVar(&f.list, "list", false, "List the profiles and exit.")
+	fl.StringVar(&f.target, "target", "", "Target of the config to load (default: the first of the profile's backend).")
+	fl.BoolVar(&f.yes, "yes", false, "Allow a target that is not on the loopback interface: bench puts real load on it.")
+	fl.StringVar(&f.base, "baseline", "baselines/james-reference.yaml", "Baseline file with the reference figures (none compared when the default file is absent).")
+	fl.StringVar(&f.jsonOut, "json", "", "Write the report as JSON to this file (- for stdout instead of the tables).")
+	fl.StringVar(&f.htmlOut, "html", "", "Write the report as a self-contained HTML page to this file.")
+	fl.DurationVar(&f.duration, "duration", 0, "Length of each measured stage (default: the profile's).")
+	fl.Int64Var(&f.ops, "ops", 0, "End each measured stage after this many ops (with --duration: whichever comes first).")
+	fl.DurationVar(&f.warmup, "warmup", 0, "Run each stage this long first, unrecorded (default: the profile's).")
+	fl.IntVar(&f.workers, "workers", 0, "Concurrent workers (closed loop: each runs its next op when the previous ended). Default: the profile's.")
+	fl.Float64Var(&f.rate, "rate", 0, "Open loop: start ops at this many per second whatever the store does (default: closed loop; opensearch-pmc searches 20).")
+	fl.StringVar(&f.mix, "mix", "", "Op weights, e.g. insert=1,read=4 (default: the profile's).")
+	fl.DurationVar(&f.timeout, "timeout", 0, "Op timeout (default: the profile's, else the target's).")
+	fl.StringVar(&f.sizes, "s3-sizes", "", "s3-sizes: object sizes, e.g. 4KiB,1MiB (default 4KiB,128KiB,1MiB,8MiB).")
+	fl.StringVar(&f.s3Workers, "s3-workers", "", "s3-sizes: worker counts to step through, e.g. 8,12,16 or 8..16 (default 8..16).")
+	fl.IntVar(&f.bulkSize, "bulk-size", 0, "opensearch-pmc: documents per bulk request (default 500).")
+	fl.IntVar(&f.records, "records", 0, "ycsb-a: record count (default 1000).")
+	fl.DurationVar(&f.grace, "cleanup-timeout", 30*time.Second, "How long removing the run's namespace may take at the end.")
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr io.Writer) error {
+	if f.list || f.profile == "" {
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
+		for _, p := range bench.Profiles() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
+		}
+		_ = tw.Flush()
+		if f.profile == "" && !f.list {
+			return errors.New("--profile is required")
+		}
+		return nil
+	}
+	prof, ok := bench.ProfileByName(f.profile)
+	if !ok {
+		var names []string
+		for _, p := range bench.Profiles() {
+			names = append(names, p.Name)
+		}
+		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(names, ", "))
+	}
+	p, err := f.params(cmd)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(g, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(g.configFile, stderr)
+	if err != nil {
+		return err
+	}
+	var base *baseline.File
+	if b, err := baseline.Load(f.base); err == nil {
+		base = b
+	} else if cmd.Flags().Changed("baseline") || !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--baseline: %w", err)
+	} else {
+		fmt.Fprintf(stderr, "bench: %s not found: no reference figures to compare with (pass --baseline)\n", f.base)
+	}
+	ctx, stop := signal.NotifyContext(ctxOf(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	host, _ := os.Hostname()
+	ver := version.Version
+	if ver == "" {
+		ver = "(development build)"
+	}
+	pr := newProgress(stderr, 0)
+	rep, runErr := bench.Run(ctx, bench.Options{Profile: prof, Params: p, Config: cfg, Target: f.target, Yes: f.yes, Baseline: base,
+		Logger: logger, Progress: pr.update, Version: ver, Host: host, Grace: f.grace})
+	pr.done()
+	if rep == nil {
+		return runErr
+	}
+	if f.jsonOut == "-" {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+		if err == nil && f.jsonOut != "" {
+			err = writeWith(f.jsonOut, rep.WriteJSON, stderr)
+		}
+	}
+	if err == nil && f.htmlOut != "" {
+		err = writeWith(f.htmlOut, rep.WriteHTML, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if rep.Failed > 0 {
+		fmt.Fprintf(stderr, "bench: %d op(s) failed in measured stages (see the error rate rows)\n", rep.Failed)
+		return exitError{1}
+	}
+	return nil
+}
+
+func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "bench: wrote", path)
+	return nil
+}
+
+func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
+	p := bench.Params{Duration: f.duration, Ops: f.ops, Workers: f.workers, Rate: f.rate, Timeout: f.timeout, BulkSize: f.bulkSize, Records: f.records}
+	if cmd.Flags().Changed("warmup") {
+		w := f.warmup
+		p.Warmup = &w
+	}
+	if f.duration < 0 || f.ops < 0 || f.workers < 0 || f.rate < 0 || f.warmup < 0 || f.bulkSize < 0 || f.records < 0 {
+		return p, errors.New("--duration, --ops, --workers, --rate, --warmup, --bulk-size and --records must not be negative")
+	}
+	if f.workers > 4096 {
+		return p, fmt.Errorf("--workers %d: at most 4096", f.workers)
+	}
+	if f.mix != "" {
+		mix, err := bench.ParseMix(f.mix)
+		if err != nil {
+			return p, fmt.Errorf("--mix: %w", err)
+		}
+		p.Mix = mix
+	}
+	if f.sizes != "" {
+		for _, s := range strings.Split(f.sizes, ",") {
+			z, err := s3.ParseSize(s)
+			if err != nil || z <= 0 {
+				return p, fmt.Errorf("--s3-sizes: %q is not an object size (4KiB, 1MiB)", s)
+			}
+			p.Sizes = append(p.Sizes, z)
+		}
+	}
+	if f.s3Workers != "" {
+		for _, part := range strings.Split(f.s3Workers, ",") {
+			lo, hi, isRange := strings.Cut(part, "..")
+			a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+			b, err2 := a, error(nil)
+			if isRange {
+				b, err2 = strconv.Atoi(strings.TrimSpace(hi))
+			}
+			if err1 != nil || err2 != nil || a < 1 || b < a || b > 256 {
+				return p, fmt.Errorf("--s3-workers: %q: want counts or ranges like 8,12,16 or 8..16 (1 to 256)", part)
+			}
+			for n := a; n <= b; n++ {
+				p.S3Workers = append(p.S3Workers, n)
+			}
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/engine"
+	_ "github.com/dbcanary/dbcanary/probes/all"
+)
+
+func parse(t *testing.T, y string) *config.Config {
+	t.Helper()
+	t.Setenv("PW", "x")
+	cfg, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// noopProfile drives the noop probe through every path of Run: a setup
+// stage, a closed-loop stage with a warm-up and an open-loop stage.
+func noopProfile() *Profile {
+	return &Profile{Name: "noop-test", Backend: "noop", Description: "test", Sources: []string{"s"},
+		defaults:  func(p *Params) { p.Workers = orInt(p.Workers, 2) },
+		configure: func(t *config.Target, p Params) error { resolveOps(t, p.Timeout); return nil },
+		stages: func(p Params) []stageSpec {
+			mix := []engine.Weighted{{Op: "noop", Weight: 1}}
+			return []stageSpec{
+				{Name: "setup", Setup: true, Stage: engine.Stage{Mix: mix, Workers: 1, MaxOps: 10}},
+				{Name: "closed", Stage: engine.Stage{Mix: mix, Workers: p.Workers, Duration: 1500 * time.Millisecond}, Warmup: 200 * time.Millisecond},
+				{Name: "open", Stage: engine.Stage{Mix: mix, Workers: 1, Rate: 100, Duration: 1200 * time.Millisecond}},
+			}
+		},
+		tables: func(r *Report, rf refs, p Params) []Table { return []Table{summaryTable(r, rf, nil), stressTable(r)} },
+	}
+}
+
+const refFile = `
+factors: {warning: 1.0, critical: 3.0}
+snap_tolerance: 0.05
+policy: {slo_objective: 0.999, error_ratio_warning: 0.05, stale_after: 5m, drift_factor: 2, drift_min_seconds: 0.005, job: dbcanary}
+sources: [{id: s, document: d, conditions: c}]
+figures:
+  - {id: p50, backend: noop, ops: [noop], kind: latency, stat: p50, value: 1, unit: s, quoted: "1 s", source: s, conditions: c, use: reference}
+  - {id: p99, backend: noop, ops: [noop], kind: latency, stat: p99, value: 1, unit: us, quoted: "1 us", source: s, conditions: c, use: reference}
+  - {id: rate, backend: noop, ops: [noop], kind: throughput, stat: rate, value: 50, unit: ops/s, quoted: "50/s", source: s, conditions: c, use: reference}
+`
+
+func TestRunReport(t *testing.T) {
+	cfg := parse(t, "global: {instance_id: b}\ntargets:\n  - {name: n, backend: noop, noop: {delay: 1ms}}\n")
+	b, err := baseline.Parse([]byte(refFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	r, err := Run(context.Background(), Options{Profile: noopProfile(), Config: cfg, Baseline: b, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Progress: func(l string, _ bool) { lines = append(lines, l) }, Version: "test", Host: "h", Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Stages) != 3 || r.Stages[0].Issued != 10 || r.Failed != 0 {
+		t.Fatalf("stages %+v failed %d", r.Stages, r.Failed)
+	}
+	open := r.Stages[2].Op("noop")
+	if open == nil || open.Count != 120 || open.Throughput < 90 || open.Throughput > 101 || len(open.Series) < 2 {
+		t.Fatalf("open loop at 100/s for 1.2s: %+v", open)
+	}
+	if !anyMatch(lines, regexp.MustCompile(`^\[noop-test\] 2/3 closed  [0-9.]+s/1.5s  [0-9]+ ops/s  p50 [0-9.]+(ms|µs)  p99 [0-9.]+(ms|µs)  errors 0$`)) {
+		t.Errorf("no progress line for the closed stage in:\n%s", strings.Join(lines, "\n"))
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	// Each figure beside its reference: p50 of ~1 ms is within 1 s, p99 beyond
+	// 1 µs, and 100 ops/s above 50 ops/s.
+	for _, re := range []string{
+		`\| +50th percentile latency \| +open \| +[0-9.]+ \| +ms \| +1000.00 \| +0.00x \| within +\|`,
+		`\| +99th percentile latency \| +open \| +[0-9.]+ \| +ms \| +0.001 \| +[0-9]+x \| beyond +\|`,
+		`\| +Mean Throughput \| +open \| +(9[0-9]|100)\.[0-9]+ \| +ops/s \| +50 \| +(1.9|2.0)[0-9]x \| within +\|`,
+		`\| closed +\| noop +\| +[0-9.]+ \|`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text.String()) {
+			t.Errorf("text report lacks %s:\n%s", re, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "setup") {
+		t.Errorf("setup stage compared:\n%s", text.String())
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Stages) != 3 || len(back.Stages[2].Ops[0].Series) == 0 {
+		t.Fatalf("JSON does not round-trip: %v", err)
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	h := page.String()
+	plots := regexp.MustCompile(`<svg class="plot" data-kind="(latency|throughput)" data-points="([0-9]+)"`).FindAllStringSubmatch(h, -1)
+	if len(plots) != 6 {
+		t.Fatalf("%d plots, want latency and throughput for 3 stages", len(plots))
+	}
+	for _, p := range plots {
+		if n, _ := strconv.Atoi(p[2]); n == 0 {
+			t.Errorf("a %s plot has no data", p[1])
+		}
+	}
+	for _, bad := range []string{"<script", "http://", "https://", "<link", "@import", "url("} {
+		if strings.Contains(strings.ReplaceAll(h, `xmlns="http://www.w3.org/2000/svg"`, ""), bad) {
+			t.Errorf("the page is not self-contained: it holds %q", bad)
+		}
+	}
+}
+
+func anyMatch(lines []string, re *regexp.Regexp) bool {
+	for _, l := range lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// A target that is not loopback is refused without --yes, before any I/O.
+func TestRefusesRemoteTargets(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{`{name: mq, backend: rabbitmq, rabbitmq: {url: "amqp://10.1.2.3:5672/", username: u, password_env: PW}}`, "target mq: host 10.1.2.3 (10.1.2.3) is not a loopback address"},
+		{`{name: c, backend: cassandra, cassandra: {hosts: ["127.0.0.1", "192.0.2.7:9042"], username: u, password_env: PW}}`, "target c: host 192.0.2.7 (192.0.2.7) is not a loopback address"},
+		{`{name: o, backend: opensearch, opensearch: {addresses: ["https://[::1]:9200", "http://198.51.100.1:9200"]}}`, "target o: host 198.51.100.1 (198.51.100.1) is not a loopback address"},
+		{`{name: s, backend: s3, s3: {endpoint: "s3.example.invalid:443", access_key_id_env: PW, secret_access_key_env: PW}}`, "target s: host s3.example.invalid does not resolve"},
+	} {
+		cfg := parse(t, "targets:\n  - "+tc.yaml+"\n")
+		prof := map[string]*Profile{"rabbitmq": rabbitmqPerfTest(), "cassandra": ycsbA(), "opensearch": opensearchPMC(), "s3": s3Sizes()}[cfg.Targets[0].Backend]
+		_, err := Run(context.Background(), Options{Profile: prof, Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !strings.Contains(err.Error(), "pass --yes") {
+			t.Errorf("error %v, want %q ... pass --yes", err, tc.want)
+		}
+		if !strings.Contains(tc.want, "resolve") && !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("%v is not ErrNotLoopback", err)
+		}
+	}
+	local := parse(t, "targets:\n  - {name: mq, backend: rabbitmq, rabbitmq: {url: \"amqp://localhost:5672/\", username: u, password_env: PW}}\n")
+	if err := checkLoopback(local.Targets[0]); err != nil {
+		t.Errorf("localhost refused: %v", err)
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	mix, err := ParseMix("insert=1, read=4")
+	if err != nil || len(mix) != 2 || mix[1] != (engine.Weighted{Op: "read", Weight: 4}) {
+		t.Fatalf("%v %v", mix, err)
+	}
+	for _, bad := range []string{"read", "read=0", "=3", "read=x"} {
+		if _, err := ParseMix(bad); err == nil {
+			t.Errorf("ParseMix(%q): no error", bad)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/internal/hist"
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// maxIntervals bounds a stage's time series; later samples join the last interval.
+const maxIntervals = 3600
+
+// opRecord is everything measured of one op in one stage.
+type opRecord struct {
+	mu                  sync.Mutex
+	latency, service    *hist.Histogram
+	phases              map[string]*hist.Histogram
+	ok, failed          uint64
+	causes              map[probes.Cause]uint64
+	bytesSent, bytesRcv int64
+	lost                int
+	series              []*interval
+}
+
+// interval is one step of the plots: completions and their latencies.
+type interval struct {
+	ok, failed uint64
+	latency    *hist.Histogram
+}
+
+// stageRecord collects one stage's samples; safe for concurrent use.
+type stageRecord struct {
+	spec  stageSpec
+	start time.Time
+	step  time.Duration
+
+	mu  sync.Mutex
+	ops map[string]*opRecord
+	// Every sample of the stage, precise, for the all-ops figures (YCSB's
+	// overall percentiles); the scheduled ones, coarse, for the progress line.
+	all, overall *hist.Histogram
+	n, failed    atomic.Uint64
+
+	result engine.StageResult
+}
+
+func newStageRecord(spec stageSpec, start time.Time) *stageRecord {
+	step := time.Second
+	if spec.Duration > 240*time.Second {
+		step = (spec.Duration/240 + time.Second - 1).Truncate(time.Second)
+	}
+	return &stageRecord{spec: spec, start: start, step: step, ops: map[string]*opRecord{}, all: hist.New(hist.Coarse), overall: hist.New(hist.Precise)}
+}
+
+// record is the stage's engine.SampleFunc.
+func (s *stageRecord) record(smp engine.Sample) {
+	lat := smp.End.Sub(smp.Intended)
+	s.mu.Lock()
+	o := s.ops[smp.Op]
+	if o == nil {
+		o = &opRecord{latency: hist.New(hist.Precise), service: hist.New(hist.Precise), phases: map[string]*hist.Histogram{}, causes: map[probes.Cause]uint64{}}
+		s.ops[smp.Op] = o
+	}
+	s.overall.Record(lat)
+	if !smp.Async {
+		s.all.Record(lat)
+	}
+	s.mu.Unlock()
+	if !smp.Async {
+		s.n.Add(1) // the progress line counts the ops the stage runs
+	}
+
+	i := min(max(int(smp.End.Sub(s.start)/s.step), 0), maxIntervals-1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.series) <= i {
+		o.series = append(o.series, &interval{latency: hist.New(hist.Coarse)})
+	}
+	iv := o.series[i]
+	iv.latency.Record(lat)
+	o.latency.Record(lat)
+	o.bytesSent += smp.BytesSent
+	o.bytesRcv += smp.BytesReceived
+	o.lost += smp.Lost
+	if smp.Err != nil {
+		s.failed.Add(1) // failures of every kind, event-driven ones too
+		o.failed++
+		iv.failed++
+		o.causes[probes.CauseOf(smp.Err)]++
+		return
+	}
+	o.ok++
+	iv.ok++
+	o.service.Record(smp.End.Sub(smp.Sent))
+	for _, p := range smp.Phases {
+		h := o.phases[p.Name]
+		if h == nil {
+			h = hist.New(hist.Precise)
+			o.phases[p.Name] = h
+		}
+		h.Record(p.Duration)
+	}
+}
+
+// snapshot is the progress line's view: ops so far, failures, p50 and p99.
+func (s *stageRecord) snapshot() (n, failed uint64, p50, p99 time.Duration) {
+	s.mu.Lock()
+	p50, p99 = s.all.Quantile(0.5), s.all.Quantile(0.99)
+	s.mu.Unlock()
+	return s.n.Load(), s.failed.Load(), p50, p99
+}
+
+// report turns the stage into its report section.
+func (s *stageRecord) report() StageReport {
+	secs := s.result.End.Sub(s.result.Start).Seconds()
+	sr := StageReport{Name: s.spec.Name, Group: s.spec.Group, Setup: s.spec.Setup, Workers: s.spec.Workers, Rate: s.spec.Rate,
+		Mode: s.spec.mode(), Seconds: secs, Issued: s.result.Issued, Step: s.step.Seconds()}
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.ops))
+	sr.Overall = summarize(s.overall)
+	s.mu.Unlock()
+	for _, name := range names {
+		o := s.ops[name]
+		o.mu.Lock()
+		r := OpReport{Op: name, OK: o.ok, Failed: o.failed, Lost: o.lost, BytesSent: o.bytesSent, BytesReceived: o.bytesRcv,
+			Latency: summarize(o.latency), Service: summarize(o.service)}
+		r.Count = o.ok + o.failed
+		if secs > 0 {
+			r.Throughput = float64(o.ok) / secs
+			r.MiBps = float64(max(o.bytesRcv, o.bytesSent)) / secs / (1 << 20)
+		}
+		if r.Count > 0 {
+			r.ErrorRate = float64(o.failed) / float64(r.Count)
+		}
+		if len(o.causes) > 0 {
+			r.Causes = map[string]uint64{}
+			for c, n := range o.causes {
+				r.Causes[string(c)] = n
+			}
+		}
+		if len(o.phases) > 0 {
+			r.Phases = map[string]Summary{}
+			for p, h := range o.phases {
+				r.Phases[p] = summarize(h)
+			}
+		}
+		for i, iv := range o.series {
+			r.Series = append(r.Series, Point{T: float64(i+1) * s.step.Seconds(), OpsPerSec: float64(iv.ok) / s.step.Seconds(),
+				ErrorsPerSec: float64(iv.failed) / s.step.Seconds(), P50: ms(iv.latency.Quantile(0.5)), P99: ms(iv.latency.Quantile(0.99)), Max: ms(iv.latency.Max())})
+		}
+		o.mu.Unlock()
+		sr.Ops = append(sr.Ops, r)
+		if secs > 0 {
+			sr.Throughput += float64(r.OK) / secs
+		}
+	}
+	return sr
+}
+
+func summarize(h *hist.Histogram) Summary {
+	return Summary{Count: h.Count(), Min: ms(h.Min()), Mean: ms(h.Mean()), P25: ms(h.Quantile(0.25)), P50: ms(h.Quantile(0.5)),
+		P75: ms(h.Quantile(0.75)), P90: ms(h.Quantile(0.9)), P95: ms(h.Quantile(0.95)), P99: ms(h.Quantile(0.99)),
+		P999: ms(h.Quantile(0.999)), Max: ms(h.Max())}
+}
+
+// ms is a duration in milliseconds with microsecond resolution.
+func ms(d time.Duration) float64 { return float64(d.Round(time.Microsecond)) / 1e6 }

@@ -1,0 +1,319 @@
+// Package bench runs the reference benchmark methodologies (cassandra-stress
+// mixed_workload, YCSB workloada, opensearch-benchmark pmc, rabbitmq-perf-test,
+// s3-benchmark) with dbcanary's own probes, so every read is verified, and
+// reports the figures the reference documents print, each beside its
+// documented reference: text tables, JSON and a self-contained HTML page.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/probes/cassandra"
+	"github.com/dbcanary/dbcanary/probes/opensearch"
+	"github.com/dbcanary/dbcanary/probes/rabbitmq"
+	"github.com/dbcanary/dbcanary/probes/s3"
+)
+
+// Options of one bench run.
+type Options struct {
+	Profile *Profile
+	Params  Params
+	Config  *config.Config
+	// Target names the config's target; empty: the first of the profile's backend.
+	Target string
+	// Yes allows targets that are not on this machine's loopback interface.
+	Yes bool
+	// Baseline holds the reference figures (nil: no comparison).
+	Baseline *baseline.File
+	Logger   *slog.Logger
+	// Progress shows a live line (force: even if one was shown recently).
+	Progress func(line string, force bool)
+	Version  string
+	Host     string
+	// Grace bounds the probe's cleanup at the end.
+	Grace time.Duration
+}
+
+// setupCap bounds a stage that has only an op count, so a bench always ends.
+const setupCap = 10 * time.Minute
+
+// ErrNotLoopback is returned for a remote target without Options.Yes.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// Run runs the profile and returns its report; the report is returned also
+// when a stage failed part-way, with what was measured until then.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	prof := o.Profile
+	p := o.Params
+	prof.defaults(&p)
+	t, err := pickTarget(o.Config, o.Target, prof.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Yes {
+		if err := checkLoopback(t); err != nil {
+			return nil, fmt.Errorf("target %s: %w: bench loads the store for real; pass --yes to run it against a store that is not on this machine", t.Name, err)
+		}
+	}
+	if err := prof.configure(&t, p); err != nil {
+		return nil, err
+	}
+	stages := prof.stages(p)
+	instance := engine.EphemeralInstanceID(o.Config.Global.InstanceID, "bench")
+	load, err := engine.NewLoad(t, instance, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
+		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
+		Verified: "Every read was verified: Cassandra rows and S3 objects byte for byte, OpenSearch documents field by field and searches against the exact expected hits, RabbitMQ bodies byte for byte; a mismatch is a failed op (cause mismatch)."}
+	if prof.notes != nil {
+		r.Notes = prof.notes(p)
+	}
+	defer func() {
+		if err := load.Close(o.Grace); err != nil {
+			r.Notes = append(r.Notes, "cleanup: "+err.Error())
+		}
+	}()
+	show := o.Progress
+	if show == nil {
+		show = func(string, bool) {}
+	}
+	show(fmt.Sprintf("[%s] preparing %s on %s", prof.Name, r.Namespace, t.Name), true)
+	if err := load.Prepare(ctx); err != nil {
+		return nil, fmt.Errorf("preparing target %s: %w", t.Name, err)
+	}
+	var runErr error
+	for i, st := range stages {
+		if st.Duration <= 0 {
+			st.Duration = setupCap
+		}
+		label := fmt.Sprintf("[%s] %d/%d %s", prof.Name, i+1, len(stages), st.Name)
+		if st.Warmup > 0 {
+			warm := st.Stage
+			warm.Duration, warm.MaxOps = st.Warmup, 0
+			load.SetSink(nil)
+			stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
+			_, err := load.Run(ctx, warm)
+			load.Drain(ctx, 5*time.Second)
+			stop()
+			if err != nil {
+				runErr = err
+				break
+			}
+		}
+		rec := newStageRecord(st, time.Now())
+		load.SetSink(rec.record)
+		stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
+		rec.result, err = load.Run(ctx, st.Stage)
+		load.Drain(ctx, min(10*time.Second, t.Timeout))
+		load.SetSink(nil)
+		stop()
+		show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
+		sr := rec.report()
+		r.Stages = append(r.Stages, sr)
+		if !st.Setup {
+			for _, op := range sr.Ops {
+				r.Failed += op.Failed
+			}
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	r.Finished = time.Now()
+	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.totalRates}
+	r.Tables = prof.tables(r, rf, p)
+	if runErr != nil {
+		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
+	}
+	return r, runErr
+}
+
+// ticker calls f every 250 ms until the returned stop is called.
+func ticker(f func(force bool)) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		f(true)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f(false)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func progressLine(label string, st stageSpec, rec *stageRecord, el time.Duration) string {
+	n, failed, p50, p99 := rec.snapshot()
+	limit := ""
+	switch {
+	case st.MaxOps > 0 && st.Duration == setupCap:
+		limit = fmt.Sprintf("%d/%d ops", n, st.MaxOps)
+	default:
+		limit = fmt.Sprintf("%.1fs/%s", min(el, st.Duration).Seconds(), st.Duration)
+	}
+	rate := 0.0
+	if el > 0 {
+		rate = float64(n) / el.Seconds()
+	}
+	return fmt.Sprintf("%s  %s  %.0f ops/s  p50 %s  p99 %s  errors %d", label, limit, rate, fmtDur(p50), fmtDur(p99), failed)
+}
+
+func fmtDur(d time.Duration) string {
+	if d < time.Millisecond {
+		return strconv.FormatFloat(float64(d)/1e3, 'f', 0, 64) + "µs"
+	}
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms"
+}
+
+func params(prof *Profile, p Params) []Param {
+	ps := []Param{{"profile", prof.Name}}
+	add := func(k, v string) { ps = append(ps, Param{k, v}) }
+	if p.Duration > 0 {
+		add("duration", p.Duration.String())
+	}
+	if p.Ops > 0 {
+		add("ops", strconv.FormatInt(p.Ops, 10))
+	}
+	if p.Warmup != nil {
+		add("warmup", p.Warmup.String())
+	}
+	add("workers", strconv.Itoa(p.Workers))
+	if p.Rate > 0 {
+		add("rate", strconv.FormatFloat(p.Rate, 'f', -1, 64))
+	}
+	if len(p.Mix) > 0 {
+		add("mix", mixString(p.Mix))
+	}
+	if p.Timeout > 0 {
+		add("timeout", p.Timeout.String())
+	}
+	if len(p.Sizes) > 0 {
+		var s []string
+		for _, z := range p.Sizes {
+			s = append(s, z.String())
+		}
+		add("sizes", strings.Join(s, ","))
+	}
+	if len(p.S3Workers) > 0 {
+		var s []string
+		for _, n := range p.S3Workers {
+			s = append(s, strconv.Itoa(n))
+		}
+		add("s3-workers", strings.Join(s, ","))
+	}
+	if p.BulkSize > 0 {
+		add("bulk-size", strconv.Itoa(p.BulkSize))
+	}
+	if p.Records > 0 {
+		add("records", strconv.Itoa(p.Records))
+	}
+	return ps
+}
+
+func pickTarget(cfg *config.Config, name, backend string) (config.Target, error) {
+	var names []string
+	for _, t := range cfg.Targets {
+		if name != "" && t.Name == name {
+			if t.Backend != backend {
+				return config.Target{}, fmt.Errorf("target %s is a %s target; this profile needs %s", name, t.Backend, backend)
+			}
+			return t, nil
+		}
+		if name == "" && t.Backend == backend {
+			return t, nil
+		}
+		names = append(names, t.Name+" ("+t.Backend+")")
+	}
+	if name != "" {
+		return config.Target{}, fmt.Errorf("no target named %q in the config (targets: %s)", name, strings.Join(names, ", "))
+	}
+	return config.Target{}, fmt.Errorf("the config has no %s target (targets: %s)", backend, strings.Join(names, ", "))
+}
+
+// hosts lists the hosts a target's probe connects to.
+func hosts(t config.Target) []string {
+	var out []string
+	fromURL := func(s string) {
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			out = append(out, u.Hostname())
+		} else {
+			out = append(out, hostOnly(s))
+		}
+	}
+	switch c := t.Probe.(type) {
+	case *cassandra.Config:
+		for _, h := range c.Hosts {
+			out = append(out, hostOnly(h))
+		}
+	case *opensearch.Config:
+		for _, a := range c.Addresses {
+			fromURL(a)
+		}
+	case *rabbitmq.Config:
+		fromURL(c.URL)
+	case *s3.Config:
+		if strings.Contains(c.Endpoint, "://") {
+			fromURL(c.Endpoint)
+		} else {
+			out = append(out, hostOnly(c.Endpoint))
+		}
+	}
+	return out
+}
+
+func hostOnly(hp string) string {
+	if h, _, err := net.SplitHostPort(hp); err == nil {
+		return h
+	}
+	return strings.Trim(hp, "[]")
+}
+
+// checkLoopback accepts only hosts that are, or resolve only to, loopback addresses.
+func checkLoopback(t config.Target) error {
+	hs := hosts(t)
+	if len(hs) == 0 && t.Backend != "noop" {
+		return fmt.Errorf("cannot tell where %s connects: %w", t.Backend, ErrNotLoopback)
+	}
+	for _, h := range hs {
+		if h == "localhost" {
+			continue
+		}
+		var ips []net.IP
+		if ip := net.ParseIP(h); ip != nil {
+			ips = []net.IP{ip}
+		} else {
+			addrs, err := net.LookupIP(h)
+			if err != nil || len(addrs) == 0 {
+				return fmt.Errorf("host %s does not resolve (%v): %w", h, err, ErrNotLoopback)
+			}
+			ips = addrs
+		}
+		for _, ip := range ips {
+			if !ip.IsLoopback() {
+				return fmt.Errorf("host %s (%s) is %w", h, ip, ErrNotLoopback)
+			}
+		}
+	}
+	return nil
+}
