@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/generate"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/cassandra"
@@ -77,7 +78,7 @@ password_file: %s
 local_dc: %s
 keyspace: dbcanary_ledger
 replication: {class: SimpleStrategy, replication_factor: 1}
-ttl: 60s
+ttl: 10m
 request_timeout: 3s
 connect_timeout: 3s
 reconnect_interval: 1s
@@ -97,9 +98,12 @@ ledger: {ages: [10s]}
 // writeKillRestartCheck writes n ledger rows acknowledged at ONE, kills the
 // node with SIGKILL, starts it again (with the script settings in env) and
 // reads every row back: it returns the checks by result.
-func writeKillRestartCheck(t *testing.T, node *privateNode, target string, writes int, env []string) map[string]float64 {
+func writeKillRestartCheck(t *testing.T, node *privateNode, target string, writes int, env []string, al *alerting) map[string]float64 {
 	t.Helper()
 	p := ledgerProbe(t, node, target)
+	if al != nil {
+		al.waitScraped(t, target)
+	}
 	for range writes {
 		if err := run(t, p, ledger.OpWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)
@@ -151,14 +155,25 @@ func TestLedgerCommitlogKill9(t *testing.T) {
 
 	// The first run writes under periodic sync; the node comes back with
 	// batch sync for the second run (the restart replays whatever was synced).
-	got := writeKillRestartCheck(t, node, "ledger-periodic", writes, batch)
+	al := startAlerting(t)
+	got := writeKillRestartCheck(t, node, "ledger-periodic", writes, batch, al)
 	fmt.Printf("Cassandra ledger, commitlog_sync: periodic (120s), %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v\n",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] == 0 || got["missing"]+got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("periodic: checks %v, want acknowledged rows missing after kill -9, every other intact", got)
 	}
 
-	got = writeKillRestartCheck(t, node, "ledger-batch", writes, batch)
+	// The loss pages end to end: a private Prometheus evaluating the generated
+	// rules (scaled by 0.05) sends DbcanaryDurabilityLoss to a private Alertmanager.
+	if got["missing"] > 0 {
+		tf := time.Now()
+		a := al.waitAlert(t, 60*time.Second, map[string]string{"alertname": generate.AlertDurabilityLoss, "target": "ledger-periodic",
+			"backend": "cassandra", "result": "missing", "age": "10s", "severity": "critical"})
+		fmt.Printf("Cassandra ledger, periodic kill -9: %s reached Alertmanager %s after the last check: %s\n",
+			generate.AlertDurabilityLoss, time.Since(tf).Round(time.Second), a.Annotations["description"])
+	}
+
+	got = writeKillRestartCheck(t, node, "ledger-batch", writes, batch, nil)
 	fmt.Printf("Cassandra ledger, commitlog_sync: batch, %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v\n",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] != 0 || got["intact"] != writes || got["corrupted"] != 0 {
