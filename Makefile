@@ -24,8 +24,8 @@ DEMO_LISTEN ?= 127.0.0.1:19190
 INTEGRATION_TIMEOUT ?= 40m
 
 
-.PHONY: chart-rules
-.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak vulncheck
+.PHONY: chart-rules lint-rules-boards
+.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages vulncheck
 
 all: build
 
@@ -47,6 +47,12 @@ lint: $(STATICCHECK)
 	$(GO) vet -tags integration ./...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags integration ./...
+	@$(MAKE) --no-print-directory lint-rules-boards
+
+## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
+lint-rules-boards:
+	bash $(STACK)/pint.sh run
+	bash $(STACK)/dashboard-linter.sh run
 
 $(STATICCHECK):
 	@mkdir -p $(dir $@) $(DBCANARY_STACK_DIR)/gobin
@@ -63,6 +69,10 @@ fuzz:
 ## soak: every backend through toxiproxy with injected faults for $(SOAK_DURATION) (not in make test)
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) run ./test/soak
+
+## soak-pages: the page-quality stack healthy for $(SOAK_DURATION) with the shipped scrape interval, rules and for: values; prints the alerts that fired (goal 0; not in make test)
+soak-pages:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags 'integration soakpages' -run '^TestSoakPages$$' -count=1 -v -timeout 0 ./test/pages/
 
 ## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
 vulncheck:

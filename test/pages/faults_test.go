@@ -1,0 +1,414 @@
+//go:build integration
+
+package pages
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/dbcanary/dbcanary/internal/generate"
+)
+
+// primary is the backend's primary alerted op: its first critical latency
+// threshold in the baseline file (the figure the backend's alerts use).
+func (s *suite) primary(backend string) (generate.Threshold, bool) {
+	for _, th := range s.th {
+		if th.Backend == backend && th.Severity == "critical" {
+			return th, true
+		}
+	}
+	return generate.Threshold{}, false
+}
+
+// latency adds 4 x the primary op's p99 figure to every reply of the target's proxy.
+func (s *suite) latency(ctx context.Context, backend string, tg *target, added time.Time) {
+	f := s.add(&fault{backend: backend, kind: "latency", key: tg.name, scope: []string{tg.name}, windowStart: added,
+		expect: generate.AlertLatencyAboveBaseline, expectSev: "critical", budget: s.budget(generate.AlertLatencyAboveBaseline)})
+	th, ok := s.primary(backend)
+	if !ok {
+		f.fail("no critical latency threshold for %s in the baseline", backend)
+		return
+	}
+	lat := time.Duration(4 * th.Figure.Seconds() * float64(time.Second)).Round(time.Millisecond)
+	op := th.Op
+	if th.Phase != "" {
+		op += " " + th.Phase
+	}
+	f.what = fmt.Sprintf("latency x4: +%s on every reply (toxiproxy latency, downstream) = 4 x the %s %s figure `%s` (critical bound %gs)",
+		lat, op, th.Figure.Stat, th.Figure.ID, th.Bound)
+	f.start = time.Now()
+	s.logf("%s: %s", tg.name, f.what)
+	if _, err := tg.proxy.AddToxic("pages-latency", "latency", "downstream", 1, toxiproxy.Attributes{"latency": lat.Milliseconds()}); err != nil {
+		f.fail("toxiproxy: %v", err)
+		return
+	}
+	if _, ok := s.waitAlert(f); ok {
+		s.waitPage(f)
+	}
+	if err := tg.proxy.RemoveToxic("pages-latency"); err != nil {
+		f.fail("toxiproxy: %v", err)
+	}
+	f.reverted = time.Now()
+}
+
+// credentials reloads the target with a wrong password (secret key for S3).
+func (s *suite) credentials(ctx context.Context, backend string, tg *target, added time.Time) {
+	f := s.add(&fault{backend: backend, kind: "credentials", key: tg.name, scope: []string{tg.name}, windowStart: added,
+		expect: generate.AlertTargetMisconfigured, expectSev: "critical", budget: s.budget(generate.AlertTargetMisconfigured)})
+	f.what = "reload (POST /-/reload) with a wrong secret in the target's password file"
+	switch backend {
+	case "s3":
+		f.what = "reload (POST /-/reload) with a wrong secret access key file"
+	case "opensearch":
+		f.what += " (a basic-auth gate in front of the node stands in for the security plugin the local server lacks)"
+	}
+	f.start = time.Now()
+	s.logf("%s: %s", tg.name, f.what)
+	if err := s.d.setMode(ctx, modeBadSecret, tg); err != nil {
+		f.fail("%v", err)
+		return
+	}
+	if _, ok := s.waitAlert(f); ok {
+		s.waitPage(f)
+	}
+	if err := s.d.setMode(ctx, modeOK, tg); err != nil {
+		f.fail("reload back: %v", err)
+	}
+	f.reverted = time.Now()
+}
+
+// setupError makes the target's namespace unusable for setup reasons.
+func (s *suite) setupError(ctx context.Context, backend string, tg *target, added time.Time) {
+	f := s.add(&fault{backend: backend, kind: "setup", key: tg.name, scope: []string{tg.name}, windowStart: added,
+		expect: generate.AlertTargetMisconfigured, expectSev: "critical", budget: s.budget(generate.AlertTargetMisconfigured)})
+	f.start = time.Now()
+	what, undo, err := prepareSetupError(ctx, s.t, s.d, tg)
+	f.what = what
+	if err != nil {
+		f.fail("preparing the setup error: %v", err)
+		_ = undo(ctx)
+		return
+	}
+	s.logf("%s: setup error: %s", tg.name, what)
+	if err := s.d.setMode(ctx, modeSetup, tg); err != nil {
+		f.fail("%v", err)
+	}
+	if _, ok := s.waitAlert(f); ok {
+		s.waitPage(f)
+	}
+	if err := undo(ctx); err != nil {
+		f.fail("undo: %v", err)
+	}
+	if err := s.d.setMode(ctx, modeOK, tg); err != nil {
+		f.fail("reload back: %v", err)
+	}
+	f.reverted = time.Now()
+}
+
+// dataAltered changes the canary's data behind its back.
+func (s *suite) dataAltered(ctx context.Context, backend string, tg *target, added time.Time) {
+	f := s.add(&fault{backend: backend, kind: "data", key: tg.name, scope: []string{tg.name}, windowStart: added,
+		expect: generate.AlertDataIntegrity, expectSev: "critical", budget: s.budget(generate.AlertDataIntegrity)})
+	f.start = time.Now()
+	what, err := alterData(ctx, s.t, s.d, tg)
+	f.what = what
+	if err != nil {
+		f.fail("altering the data: %v", err)
+		return
+	}
+	s.logf("%s: %s", tg.name, what)
+	if _, ok := s.waitAlert(f); ok {
+		s.waitPage(f)
+	}
+	f.reverted = time.Now()
+}
+
+// owner is the fault an alert of these labels, starting at `at`, belongs
+// to: the latest fault whose scope holds its target and whose window had
+// started.
+func (s *suite) owner(labels map[string]string, at time.Time) *fault {
+	tgt := labels["target"]
+	var best *fault
+	for _, f := range s.faults {
+		if !slices.Contains(f.scope, tgt) || f.windowStart.After(at) {
+			continue
+		}
+		if best == nil || f.windowStart.After(best.windowStart) {
+			best = f
+		}
+	}
+	return best
+}
+
+func fmtRel(d time.Duration) string {
+	if d < 0 {
+		return "-" + (-d).Round(time.Second).String()
+	}
+	return "+" + d.Round(time.Second).String()
+}
+
+type rowStats struct {
+	eps                    []episode
+	pages, notifs, tickets int
+	due                    int
+	pageTimes              []time.Duration
+	expected               *episode
+}
+
+// report evaluates every fault and renders the markdown table.
+func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stats := map[*fault]*rowStats{}
+	st := func(f *fault) *rowStats {
+		if stats[f] == nil {
+			stats[f] = &rowStats{}
+		}
+		return stats[f]
+	}
+	for _, e := range s.m.rec.episodes() {
+		if f := s.owner(e.Labels, e.Fired); f != nil {
+			st(f).eps = append(st(f).eps, e)
+		}
+	}
+	// Pages as a pager counts them: the first firing notification of a
+	// group, or the first after that group's last one resolved everything.
+	open := map[string]bool{}
+	for _, n := range s.m.hook.all() {
+		owners := map[*fault]bool{}
+		for _, a := range n.Alerts {
+			if a.Status != "firing" {
+				continue
+			}
+			if f := s.owner(a.Labels, a.StartsAt); f != nil {
+				owners[f] = true
+			}
+		}
+		newIncident := false
+		if n.Receiver == receiverPager {
+			k := incidentKey(n.Receiver, n.GroupLabels)
+			if n.Status == "firing" && !open[k] {
+				newIncident = true
+			}
+			open[k] = n.Status == "firing"
+		}
+		for f := range owners {
+			r := st(f)
+			switch {
+			case n.Receiver == receiverPager:
+				r.notifs++
+				if newIncident {
+					r.pages++
+					r.pageTimes = append(r.pageTimes, n.At.Sub(f.start))
+				}
+			default:
+				r.tickets++
+			}
+		}
+	}
+	// Due: a pager group with active alerts and no open incident pages at
+	// its next flush.
+	for _, g := range groups {
+		if g.Receiver != receiverPager || open[incidentKey(g.Receiver, g.Labels)] {
+			continue
+		}
+		first := g.Alerts[0]
+		for _, a := range g.Alerts {
+			if a.StartsAt.Before(first.StartsAt) {
+				first = a
+			}
+		}
+		if f := s.owner(first.Labels, first.StartsAt); f != nil {
+			st(f).due++
+		}
+	}
+
+	var b strings.Builder
+	mean, highest := s.m.rec.load()
+	fmt.Fprintf(&b, "Page-quality run of %s (%s, %d cores, 1-minute load average mean %.1f, max %.1f); rules as generated from baselines/james-reference.yaml with `for:` overrides %s; Alertmanager: alerts/alertmanager.yml.\n\n",
+		end.Sub(s.t0).Round(time.Second), s.t0.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), mean, highest, fmtOverrides())
+	b.WriteString("| backend | fault | expected (budget) | alerts fired (time from fault) | other criticals | pages (tickets) | result |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	order := map[string]int{"healthy": 0, "exporter": 1, "restart": 2, "stop": 3, "latency": 4, "credentials": 5, "setup": 6, "data": 7}
+	faults := append([]*fault(nil), s.faults...)
+	sort.SliceStable(faults, func(i, j int) bool {
+		if (faults[i].backend == "all") != (faults[j].backend == "all") {
+			return faults[i].backend == "all"
+		}
+		if faults[i].backend != faults[j].backend {
+			return faults[i].backend < faults[j].backend
+		}
+		return order[faults[i].kind] < order[faults[j].kind]
+	})
+	for _, f := range faults {
+		r := st(f)
+		sort.Slice(r.eps, func(i, j int) bool { return r.eps[i].Fired.Before(r.eps[j].Fired) })
+		var others []string
+		for i := range r.eps {
+			e := r.eps[i]
+			isExpected := f.expect != "" && e.name() == f.expect && e.severity() == f.expectSev
+			if isExpected && e.Labels["target"] == f.key && !e.Fired.Before(f.start) && r.expected == nil {
+				r.expected = &r.eps[i]
+			}
+			if e.severity() == "critical" && !isExpected {
+				o := alertString(e.Labels) + " " + fmtRel(e.Fired.Sub(f.start))
+				if e.SeenAM && !e.Unsuppressed {
+					o += " (inhibited)"
+				}
+				others = append(others, o)
+			}
+		}
+		goal := 0
+		switch f.kind {
+		case "healthy", "exporter":
+			for _, e := range r.eps {
+				if f.kind == "healthy" || e.severity() == "critical" {
+					f.fail("%s fired %s", alertString(e.Labels), fmtRel(e.Fired.Sub(f.start)))
+				}
+			}
+			if f.kind == "healthy" && r.notifs+r.tickets > 0 {
+				f.fail("%d notifications while healthy", r.notifs+r.tickets)
+			}
+			others = nil
+		default:
+			if f.expect != "" {
+				goal = 1
+				switch {
+				case r.expected == nil:
+					f.fail("%s (%s) did not fire within %s", strings.TrimPrefix(f.expect, "Dbcanary"), f.expectSev, f.budget)
+				case r.expected.Fired.Sub(f.start) > f.budget:
+					f.fail("%s fired after %s, budget %s", strings.TrimPrefix(f.expect, "Dbcanary"), r.expected.Fired.Sub(f.start).Round(time.Second), f.budget)
+				}
+			}
+			for _, o := range others {
+				f.fail("other critical: %s", o)
+			}
+			if r.pages+r.due != goal {
+				f.fail("%d page(s)%s, want %d", r.pages, dueText(r.due), goal)
+			}
+		}
+		if f.kind == "exporter" && len(r.eps) == 0 && len(f.failures) == 0 {
+			continue
+		}
+		expected := "none (any severity)"
+		switch {
+		case f.kind == "exporter":
+			expected = "no critical"
+		case f.kind == "restart":
+			expected = "no critical, no page"
+		case f.expect != "":
+			expected = fmt.Sprintf("%s/%s (%s)", strings.TrimPrefix(f.expect, "Dbcanary"), f.expectSev, f.budget)
+		}
+		what := f.what
+		if f.key != "" {
+			what = "`" + f.key + "`: " + what
+		}
+		if len(f.notes) > 0 {
+			what += "; " + strings.Join(f.notes, "; ")
+		}
+		pages := fmt.Sprintf("%d", r.pages)
+		if len(r.pageTimes) > 0 {
+			var ts []string
+			for _, d := range r.pageTimes {
+				ts = append(ts, fmtRel(d))
+			}
+			pages += " (" + strings.Join(ts, ", ") + ")"
+		}
+		pages += dueText(r.due)
+		pages += fmt.Sprintf(" (%d)", r.tickets)
+		result := "ok"
+		if len(f.failures) > 0 {
+			result = "**FAIL**: " + strings.Join(f.failures, "; ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", f.backend, cell(what), expected,
+			cell(firedSummary(r.eps, f.start)), cell(strings.Join(others, "; ")), pages, cell(result))
+	}
+	b.WriteString("\nTimes are from the fault's injection to the first evaluation that saw the alert firing in Prometheus (pages: to the webhook POST).\n" +
+		"A page is a pager notification opening an incident (the first firing notification of an Alertmanager group); \"due\" counts alerts Alertmanager holds active and unsent at the end (they page at the group's next flush).\n" +
+		"Alerts belong to the fault whose target they carry, from the fault's window (for added targets: from their addition) to the next fault on that target.\n")
+	return b.String()
+}
+
+func dueText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" +%d due", n)
+}
+
+func cell(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+func fmtOverrides() string {
+	keys := make([]string, 0, len(forOverride))
+	for k := range forOverride {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%s", strings.TrimPrefix(k, "Dbcanary"), forOverride[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firedSummary lists the alerts of a row: name/severity, instance count,
+// first firing time, and whether Alertmanager inhibited all of them.
+func firedSummary(eps []episode, start time.Time) string {
+	type group struct {
+		first     time.Time
+		n         int
+		inhibited bool
+		details   []string
+	}
+	groups := map[string]*group{}
+	var keys []string
+	for _, e := range eps {
+		k := strings.TrimPrefix(e.name(), "Dbcanary") + "/" + e.severity()
+		g := groups[k]
+		if g == nil {
+			g = &group{first: e.Fired, inhibited: true}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		g.n++
+		g.inhibited = g.inhibited && e.SeenAM && !e.Unsuppressed
+		var d []string
+		for _, l := range []string{"op", "phase", "cause", "window"} {
+			if v := e.Labels[l]; v != "" {
+				d = append(d, v)
+			}
+		}
+		if len(d) > 0 && len(g.details) < 4 && !slices.Contains(g.details, strings.Join(d, " ")) {
+			g.details = append(g.details, strings.Join(d, " "))
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		g := groups[k]
+		s := k
+		if len(g.details) > 0 {
+			s += " (" + strings.Join(g.details, ", ") + ")"
+		}
+		if g.n > 1 {
+			s += fmt.Sprintf(" x%d", g.n)
+		}
+		s += " " + fmtRel(g.first.Sub(start))
+		if g.inhibited {
+			s += " inhibited"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}

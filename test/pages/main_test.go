@@ -1,0 +1,71 @@
+//go:build integration
+
+package pages
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"testing"
+
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+// Servers come from test/stack/*.sh, so their ports and directories follow
+// the scripts' environment (DBCANARY_STACK_DIR, DBCANARY_<SERVER>_PORT, ...):
+// `make test` uses the defaults, a run beside a shared stack sets its own
+// (docs/page-quality.md). Prometheus and Alertmanager are started by the
+// suite itself on free ports, with its own config; these are the binaries
+// prometheus.sh and alertmanager.sh install.
+const (
+	prometheusBin   = "/usr/bin/prometheus"
+	alertmanagerBin = "/usr/bin/prometheus-alertmanager"
+)
+
+// backendScripts are the stack scripts of the probed servers, by dbcanary backend.
+var backendScripts = map[string]string{
+	"cassandra":  "cassandra",
+	"opensearch": "opensearch",
+	"rabbitmq":   "rabbitmq",
+	"s3":         "minio",
+}
+
+var (
+	envs      = map[string]stack.Env{} // by script name
+	daemonBin string                   // the dbcanary binary under test
+)
+
+func TestMain(m *testing.M) {
+	for _, s := range []string{"toxiproxy", "rabbitmq", "minio", "opensearch", "cassandra"} {
+		envs[s] = stack.Must(s)
+	}
+	for _, s := range []string{"prometheus", "alertmanager"} {
+		if _, err := stack.Script(s, "install"); err != nil {
+			fmt.Fprintln(os.Stderr, "pages:", err)
+			os.Exit(1)
+		}
+	}
+	dir, err := os.MkdirTemp("", "dbcanary-pages-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pages:", err)
+		os.Exit(1)
+	}
+	// The real binary, as `make build` makes it (a temp path: bin/ is shared).
+	daemonBin = filepath.Join(dir, "dbcanary")
+	t0 := time.Now()
+	build := exec.Command("go", "build", "-trimpath", "-o", daemonBin, "./cmd/dbcanary")
+	build.Dir = stack.RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "pages: go build ./cmd/dbcanary: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "pages: built %s in %s\n", daemonBin, time.Since(t0).Round(time.Second))
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	stack.Cleanup()
+	os.Exit(code)
+}

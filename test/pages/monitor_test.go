@@ -1,0 +1,411 @@
+//go:build integration
+
+package pages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+// monitor is the alerting path under test: a real Prometheus scraping the
+// daemon and evaluating the rules, a real Alertmanager with the shipped
+// routing and inhibition, and the webhook its receivers post to.
+type monitor struct {
+	promURL, amURL string
+	hook           *webhook
+	rec            *recorder
+}
+
+// startMonitor starts Prometheus and Alertmanager (own processes, free ports,
+// stopped by PID at the end) and the recorder polling both.
+func startMonitor(t *testing.T, dir, daemonAddr, job string, scrape time.Duration, rules []byte) *monitor {
+	t.Helper()
+	m := &monitor{hook: newWebhook(t)}
+
+	amAddr := freeAddr(t)
+	amCfg := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(amCfg, alertmanagerConfig(t, m.hook.url), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	am := startProc(t, "alertmanager", filepath.Join(dir, "alertmanager.log"), alertmanagerBin,
+		"--config.file="+amCfg, "--storage.path="+filepath.Join(dir, "am-data"),
+		"--web.listen-address="+amAddr, "--cluster.listen-address=")
+	m.amURL = "http://" + amAddr
+	waitReady(t, am, m.amURL+"/-/ready", 30*time.Second)
+
+	rulesPath := filepath.Join(dir, "dbcanary-rules.yml")
+	if err := os.WriteFile(rulesPath, rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promAddr := freeAddr(t)
+	promCfg := filepath.Join(dir, "prometheus.yml")
+	cfg := fmt.Sprintf(`global: {scrape_interval: %[1]s, scrape_timeout: %[1]s, evaluation_interval: %[1]s}
+rule_files: [%[2]q]
+alerting:
+  alertmanagers: [{static_configs: [{targets: [%[3]q]}]}]
+scrape_configs:
+  - job_name: %[4]s
+    static_configs: [{targets: [%[5]q]}]
+`, promDuration(scrape), rulesPath, amAddr, job, daemonAddr)
+	if err := os.WriteFile(promCfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prom := startProc(t, "prometheus", filepath.Join(dir, "prometheus.log"), prometheusBin,
+		"--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
+		"--web.listen-address="+promAddr)
+	m.promURL = "http://" + promAddr
+	waitReady(t, prom, m.promURL+"/-/ready", 60*time.Second)
+
+	poll := time.Second
+	if scrape > 5*time.Second {
+		poll = 5 * time.Second
+	}
+	m.rec = newRecorder(t, m.promURL, m.amURL, poll)
+	return m
+}
+
+func promDuration(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
+
+// alertmanagerConfig is alerts/alertmanager.yml with only the receivers'
+// webhook URLs pointed at the test's webhook (<url>/<receiver name>).
+func alertmanagerConfig(t *testing.T, hookURL string) []byte {
+	t.Helper()
+	path := filepath.Join(stack.RepoRoot(), "alerts", "alertmanager.yml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the shipped Alertmanager config: %v", err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	recv, _ := cfg["receivers"].([]any)
+	names := map[string]bool{}
+	for _, r := range recv {
+		rm, _ := r.(map[string]any)
+		name, _ := rm["name"].(string)
+		hooks, _ := rm["webhook_configs"].([]any)
+		if len(hooks) == 0 {
+			t.Fatalf("%s: receiver %q has no webhook_configs for the suite to point at its webhook", path, name)
+		}
+		for _, h := range hooks {
+			hm, _ := h.(map[string]any)
+			hm["url"] = hookURL + "/" + name
+		}
+		names[name] = true
+	}
+	for _, want := range []string{receiverPager, receiverTicket} {
+		if !names[want] {
+			t.Fatalf("%s: no receiver named %q (the suite counts pages on %q and tickets on %q)", path, want, receiverPager, receiverTicket)
+		}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+const (
+	receiverPager  = "pager"
+	receiverTicket = "ticket"
+)
+
+// notification is one webhook POST from Alertmanager.
+type notification struct {
+	Receiver string `json:"receiver"`
+	Status   string `json:"status"`
+	GroupKey string `json:"groupKey"`
+	// GroupLabels identify the Alertmanager group (with the receiver).
+	GroupLabels map[string]string `json:"groupLabels"`
+	Alerts      []whAlert         `json:"alerts"`
+	At          time.Time         `json:"-"`
+}
+
+type whAlert struct {
+	Status      string            `json:"status"`
+	Labels      map[string]string `json:"labels"`
+	StartsAt    time.Time         `json:"startsAt"`
+	Fingerprint string            `json:"fingerprint"`
+}
+
+// webhook records every notification, in arrival order.
+type webhook struct {
+	url  string
+	mu   sync.Mutex
+	got  []notification
+	logf func(string, ...any)
+}
+
+func newWebhook(t *testing.T) *webhook {
+	w := &webhook{logf: t.Logf}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var n notification
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n.At = time.Now()
+		if p := strings.TrimPrefix(r.URL.Path, "/"); p != n.Receiver {
+			n.Receiver = p + "(posted as " + n.Receiver + ")"
+		}
+		w.mu.Lock()
+		w.got = append(w.got, n)
+		w.mu.Unlock()
+		var firing []string
+		for _, a := range n.Alerts {
+			firing = append(firing, a.Status+" "+alertString(a.Labels))
+		}
+		w.logf("%s notified (%s): %s", n.Receiver, n.Status, strings.Join(firing, "; "))
+	}))
+	t.Cleanup(srv.Close)
+	w.url = srv.URL
+	return w
+}
+
+func (w *webhook) all() []notification {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]notification(nil), w.got...)
+}
+
+// alertString names an alert by its identifying labels.
+func alertString(l map[string]string) string {
+	var extra []string
+	for _, k := range []string{"op", "phase", "cause", "window"} {
+		if v := l[k]; v != "" {
+			extra = append(extra, k+"="+v)
+		}
+	}
+	s := fmt.Sprintf("%s/%s{target=%s", strings.TrimPrefix(l["alertname"], "Dbcanary"), l["severity"], l["target"])
+	if len(extra) > 0 {
+		s += "," + strings.Join(extra, ",")
+	}
+	return s + "}"
+}
+
+func labelKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + l[k] + ",")
+	}
+	return b.String()
+}
+
+// episode is one firing period of one alert instance (one label set), as
+// Prometheus reported it, and what Alertmanager did with it.
+type episode struct {
+	Labels map[string]string
+	Fired  time.Time // first poll that saw it firing
+	Ended  time.Time // first poll that no longer saw it (zero while firing)
+	// SeenAM: Alertmanager had it; Unsuppressed: Alertmanager showed it
+	// active (neither inhibited nor silenced) at least once.
+	SeenAM, Unsuppressed bool
+}
+
+func (e *episode) severity() string { return e.Labels["severity"] }
+func (e *episode) name() string     { return e.Labels["alertname"] }
+
+// recorder polls Prometheus's and Alertmanager's alert lists.
+type recorder struct {
+	promURL, amURL string
+	mu             sync.Mutex
+	open           map[string]*episode
+	all            []*episode
+	errs           int
+	loadMax        float64 // highest 1-minute load average seen
+	loadSum        float64
+	loadN          int
+	logf           func(string, ...any)
+	start          time.Time
+}
+
+func newRecorder(t *testing.T, promURL, amURL string, every time.Duration) *recorder {
+	r := &recorder{promURL: promURL, amURL: amURL, open: map[string]*episode{}, logf: t.Logf, start: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			r.poll(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+func (r *recorder) poll(ctx context.Context) {
+	var pr struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := getJSON(ctx, r.promURL+"/api/v1/alerts", &pr); err != nil {
+		r.mu.Lock()
+		r.errs++
+		r.mu.Unlock()
+		return
+	}
+	var am []struct {
+		Labels map[string]string `json:"labels"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	amErr := getJSON(ctx, r.amURL+"/api/v2/alerts", &am)
+	now := time.Now()
+	load := loadAverage()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if load >= 0 {
+		r.loadMax = max(r.loadMax, load)
+		r.loadSum += load
+		r.loadN++
+	}
+	seen := map[string]bool{}
+	for _, a := range pr.Data.Alerts {
+		if a.State != "firing" {
+			continue
+		}
+		k := labelKey(a.Labels)
+		seen[k] = true
+		if r.open[k] == nil {
+			e := &episode{Labels: a.Labels, Fired: now}
+			r.open[k] = e
+			r.all = append(r.all, e)
+			r.logf("+%s firing: %s", now.Sub(r.start).Round(time.Second), alertString(a.Labels))
+		}
+	}
+	for k, e := range r.open {
+		if !seen[k] {
+			e.Ended = now
+			delete(r.open, k)
+			r.logf("+%s resolved: %s (fired for %s)", now.Sub(r.start).Round(time.Second), alertString(e.Labels), now.Sub(e.Fired).Round(time.Second))
+		}
+	}
+	if amErr != nil {
+		r.errs++
+		return
+	}
+	for _, a := range am {
+		if e := r.open[labelKey(a.Labels)]; e != nil {
+			e.SeenAM = true
+			if a.Status.State == "active" {
+				e.Unsuppressed = true
+			}
+		}
+	}
+}
+
+// loadAverage is the machine's 1-minute load average (-1 if unknown): the
+// suite shares its cores, and latency alerts are sensitive to that.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
+}
+
+// load returns the mean and highest 1-minute load average seen.
+func (r *recorder) load() (mean, highest float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.loadN == 0 {
+		return 0, 0
+	}
+	return r.loadSum / float64(r.loadN), r.loadMax
+}
+
+// episodes returns a copy of every episode so far.
+func (r *recorder) episodes() []episode {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]episode, len(r.all))
+	for i, e := range r.all {
+		out[i] = *e
+	}
+	return out
+}
+
+// amGroup is an Alertmanager aggregation group with its active (not
+// inhibited, not silenced) alerts.
+type amGroup struct {
+	Receiver string
+	Labels   map[string]string
+	Alerts   []whAlert
+}
+
+// incidentKey identifies a group for a receiver, in notifications and in
+// Alertmanager's group list alike.
+func incidentKey(receiver string, groupLabels map[string]string) string {
+	return receiver + "|" + labelKey(groupLabels)
+}
+
+// activeGroups lists Alertmanager's groups holding active alerts: each one
+// not notified yet sends at its group's next flush unless it resolves first.
+func (m *monitor) activeGroups(ctx context.Context) ([]amGroup, error) {
+	var raw []struct {
+		Labels   map[string]string `json:"labels"`
+		Receiver struct {
+			Name string `json:"name"`
+		} `json:"receiver"`
+		Alerts []struct {
+			Labels      map[string]string `json:"labels"`
+			StartsAt    time.Time         `json:"startsAt"`
+			Fingerprint string            `json:"fingerprint"`
+		} `json:"alerts"`
+	}
+	if err := getJSON(ctx, m.amURL+"/api/v2/alerts/groups?active=true&silenced=false&inhibited=false", &raw); err != nil {
+		return nil, err
+	}
+	var out []amGroup
+	for _, g := range raw {
+		ag := amGroup{Receiver: g.Receiver.Name, Labels: g.Labels}
+		for _, a := range g.Alerts {
+			ag.Alerts = append(ag.Alerts, whAlert{Status: "firing", Labels: a.Labels, StartsAt: a.StartsAt, Fingerprint: a.Fingerprint})
+		}
+		if len(ag.Alerts) > 0 {
+			out = append(out, ag)
+		}
+	}
+	return out, nil
+}

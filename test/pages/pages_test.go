@@ -1,0 +1,389 @@
+//go:build integration
+
+package pages
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+// forOverride shortens the `for:` of the alerts the server-level faults wait
+// for (generate.Options.For); every other `for:`, every window, threshold and
+// expression stays as shipped. TargetDown and the fast burn keep equal
+// `for:` as shipped (2m each), long enough for a short restart to be back
+// well within it. Alerts on windowed aggregates keep their shipped `for:`:
+// a `for:` shorter than the window would page for any short burst (two slow
+// samples stay in a 5m window for 5 minutes), which the shipped rules do not.
+var forOverride = map[string]time.Duration{
+	generate.AlertTargetDown:                    90 * time.Second,
+	generate.AlertErrorBudgetBurn + ":critical": 90 * time.Second,
+}
+
+// detect is how long the daemon may take to see a fault before the alert's
+// `for:` starts: a budget is `for:` + detect.
+var detect = map[string]time.Duration{
+	// the next op fails at once (refused) or within its timeout (S3 30s)
+	generate.AlertTargetDown:          45 * time.Second,
+	generate.AlertTargetMisconfigured: 45 * time.Second,
+	// min_slow_samples slow samples of the op (S3 get_4KiB runs at 0.1/s)
+	generate.AlertLatencyAboveBaseline: 90 * time.Second,
+	// the next read of an altered item (no `for:`)
+	generate.AlertDataIntegrity: 90 * time.Second,
+}
+
+// forOf is the `for:` in force of each alert ("name:severity"), from the
+// rules Prometheus runs.
+func forOf(rf *generate.RuleFile) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			var d time.Duration
+			if r.For != "" {
+				md, err := model.ParseDuration(r.For)
+				if err != nil {
+					return nil, fmt.Errorf("%s: for %q: %w", r.Alert, r.For, err)
+				}
+				d = time.Duration(md)
+			}
+			k := r.Alert + ":" + r.Labels["severity"]
+			if old, ok := out[k]; !ok || d > old {
+				out[k] = d
+			}
+		}
+	}
+	return out, nil
+}
+
+// budget is the documented budget of a critical alert: its `for:` in force
+// plus the time the daemon needs to see the fault.
+func (s *suite) budget(alert string) time.Duration {
+	return s.forOf[alert+":critical"] + detect[alert]
+}
+
+// pageWait is how long a fault is held after its alert fired, for the page
+// to arrive: group_wait of alerts/alertmanager.yml (30s) plus slack.
+const pageWait = 50 * time.Second
+
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a duration such as 2m", name, v)
+	}
+	return d
+}
+
+// fault is one row of the table: what was done, to which targets, when.
+type fault struct {
+	backend, kind, what string
+	key                 string   // the target the expected alert is about
+	scope               []string // targets whose alerts this fault owns (within its window)
+	expect, expectSev   string   // "" expects no critical at all
+	budget              time.Duration
+	windowStart         time.Time // ownership of alerts starts here
+	start               time.Time // injection
+	reverted            time.Time
+	notes               []string
+	failures            []string
+}
+
+type suite struct {
+	t      *testing.T
+	d      *daemon
+	m      *monitor
+	th     []generate.Threshold
+	forOf  map[string]time.Duration
+	t0     time.Time
+	mu     sync.Mutex
+	faults []*fault
+}
+
+func (s *suite) logf(format string, args ...any) {
+	s.t.Logf("+%s %s", time.Since(s.t0).Round(time.Second), fmt.Sprintf(format, args...))
+}
+
+func (s *suite) add(f *fault) *fault {
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+	return f
+}
+
+func (f *fault) fail(format string, args ...any) {
+	f.failures = append(f.failures, fmt.Sprintf(format, args...))
+}
+
+// rules are the shipped rules with the suite's `for:` overrides; the
+// shipped file must be exactly what the generator makes without them.
+func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration) {
+	root := stack.RepoRoot()
+	b, err := baseline.Load(filepath.Join(root, "baselines", "james-reference.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := generate.RuleFiles(b, generate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(root, "alerts", "dbcanary-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(shipped["dbcanary-rules.yml"], onDisk) {
+		t.Errorf("alerts/dbcanary-rules.yml is not what the generator makes: the suite tests the generator's rules (run make generate)")
+	}
+	opt := generate.Options{For: forOverride}
+	files, err := generate.RuleFiles(b, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := generate.Rules(b, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo, err := forOf(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, files["dbcanary-rules.yml"], fo
+}
+
+// TestPageQuality runs the healthy period and the fault matrix; see the package doc.
+func TestPageQuality(t *testing.T) {
+	healthy := envDuration(t, "PAGES_HEALTHY", 2*time.Minute)
+	tail := envDuration(t, "PAGES_TAIL", time.Minute)
+	b, ruleFile, fo := rules(t)
+	th, err := generate.Thresholds(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Cleanup(func() { cleanupServers(t) })
+	cleanupServers(t)
+
+	d := newDaemon(t, dir)
+	backends := []string{"cassandra", "opensearch", "rabbitmq", "s3"}
+	for _, be := range backends {
+		d.addTarget(be, roleRef)
+	}
+	s := &suite{t: t, d: d, th: th, forOf: fo, t0: time.Now()}
+	d.start()
+	s.m = startMonitor(t, dir, d.addr, b.Policy.Job, 2*time.Second, ruleFile)
+	s.m.rec.start = s.t0
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dbcanary log tail:\n%s", d.proc.tail(6000))
+		}
+	})
+
+	healthyF := s.add(&fault{backend: "all", kind: "healthy", windowStart: s.t0, start: s.t0})
+	global := s.add(&fault{backend: "all", kind: "exporter", what: "alerts without a target label, whole run", scope: []string{""}, windowStart: s.t0, start: s.t0})
+	d.mu.Lock()
+	for _, tg := range d.targets {
+		healthyF.scope = append(healthyF.scope, tg.name)
+	}
+	d.mu.Unlock()
+	for _, o := range d.demoOthers {
+		if n, ok := o["name"].(string); ok {
+			healthyF.scope = append(healthyF.scope, n)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	// Warm-up: every target up and the latency recording rules producing.
+	if _, err := s.waitUp(ctx, healthyF.scope[:len(backends)], 3*time.Minute); err != nil {
+		t.Fatalf("warm-up: %v\ndbcanary log:\n%s", err, d.proc.tail(4000))
+	}
+	s.logf("every target up; healthy period of %s", healthy)
+	time.Sleep(healthy)
+	healthyF.what = fmt.Sprintf("healthy: demo config (%d targets), %s after every target was up (from daemon start: %s)",
+		len(healthyF.scope), healthy, time.Since(s.t0).Round(time.Second))
+
+	var wg sync.WaitGroup
+	for _, be := range backends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runBackend(ctx, be)
+		}()
+	}
+	wg.Wait()
+	s.logf("fault matrix done; watching %s more for late pages", tail)
+	time.Sleep(tail)
+	end := time.Now()
+	groups, err := s.m.activeGroups(ctx)
+	if err != nil {
+		t.Errorf("alertmanager: %v", err)
+	}
+	table := s.report(end, groups, healthyF, global)
+	fmt.Print("\n" + table)
+	if p := os.Getenv("PAGES_TABLE_OUT"); p != "" {
+		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, f := range s.faults {
+		for _, msg := range f.failures {
+			t.Errorf("%s %s: %s", f.backend, f.kind, msg)
+		}
+	}
+	t.Logf("total %s", time.Since(s.t0).Round(time.Second))
+}
+
+// waitUp waits until dbcanary_target_up is 1 for every named target.
+func (s *suite) waitUp(ctx context.Context, names []string, timeout time.Duration) (time.Time, error) {
+	return waitUp(ctx, s.m.promURL, names, timeout)
+}
+
+func waitUp(ctx context.Context, promURL string, names []string, timeout time.Duration) (time.Time, error) {
+	expr := fmt.Sprintf(`dbcanary_target_up{target=~%q} == 1`, strings.Join(names, "|"))
+	deadline := time.Now().Add(timeout)
+	for {
+		r, err := query(ctx, promURL, expr)
+		if err == nil && len(r) == len(names) {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("targets %v not up after %s: %d of %d up (%v)", names, timeout, len(r), len(names), err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitAlert waits for the fault's expected alert to fire on its key target.
+func (s *suite) waitAlert(f *fault) (episode, bool) {
+	deadline := f.start.Add(f.budget)
+	for {
+		for _, e := range s.m.rec.episodes() {
+			if e.name() == f.expect && e.severity() == f.expectSev && e.Labels["target"] == f.key && !e.Fired.Before(f.start) {
+				return e, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return episode{}, false
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitPage waits (up to pageWait) for a pager notification of the expected alert.
+func (s *suite) waitPage(f *fault) {
+	deadline := time.Now().Add(pageWait)
+	for time.Now().Before(deadline) {
+		for _, n := range s.m.hook.all() {
+			if n.Receiver != receiverPager {
+				continue
+			}
+			for _, a := range n.Alerts {
+				if a.Status == "firing" && a.Labels["alertname"] == f.expect && a.Labels["target"] == f.key && !a.StartsAt.Before(f.start) {
+					return
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (s *suite) runBackend(ctx context.Context, backend string) {
+	ref := s.d.target(targetName(backend, roleRef))
+	script := backendScripts[backend]
+
+	// Short restart: the server is back well within TargetDown's `for:`.
+	f := s.add(&fault{backend: backend, kind: "restart", key: ref.name, scope: []string{ref.name}})
+	f.start, f.windowStart = time.Now(), time.Now()
+	s.logf("%s: short restart", backend)
+	if err := stack.Stop(script); err != nil {
+		f.fail("stop: %v", err)
+	}
+	downFor := time.Since(f.start)
+	if err := stack.Restart(script); err != nil {
+		f.fail("start: %v", err)
+	}
+	back := time.Since(f.start)
+	f.reverted = time.Now()
+	f.what = fmt.Sprintf("short restart (`%s.sh stop` took %s, back after %s)", script, downFor.Round(time.Second), back.Round(time.Second))
+	upAt, err := s.waitUp(ctx, []string{ref.name}, 3*time.Minute)
+	if err != nil {
+		f.fail("%v", err)
+		upAt = time.Now()
+	}
+	f.notes = append(f.notes, fmt.Sprintf("target up again +%s", upAt.Sub(f.start).Round(time.Second)))
+	forDown := s.forOf[generate.AlertTargetDown+":critical"]
+	hold := f.start.Add(forDown + 20*time.Second)
+	if h := upAt.Add(45 * time.Second); h.After(hold) {
+		hold = h
+	}
+	time.Sleep(time.Until(hold))
+
+	// Server stopped until TargetDown has paged.
+	f = s.add(&fault{backend: backend, kind: "stop", key: ref.name, scope: []string{ref.name},
+		expect: generate.AlertTargetDown, expectSev: "critical", budget: s.budget(generate.AlertTargetDown)})
+	f.start, f.windowStart = time.Now(), time.Now()
+	s.logf("%s: server stopped", backend)
+	if err := stack.Stop(script); err != nil {
+		f.fail("stop: %v", err)
+	}
+	if _, ok := s.waitAlert(f); ok {
+		s.waitPage(f)
+	}
+	f.reverted = time.Now()
+	if err := stack.Restart(script); err != nil {
+		f.fail("start: %v", err)
+	}
+	f.what = fmt.Sprintf("server stopped (SIGTERM, `%s.sh stop`) for %s", script, time.Since(f.start).Round(time.Second))
+	if upAt, err := s.waitUp(ctx, []string{ref.name}, 3*time.Minute); err != nil {
+		f.fail("after the restart: %v", err)
+	} else {
+		f.notes = append(f.notes, fmt.Sprintf("target up again %s after the start", upAt.Sub(f.reverted).Round(time.Second)))
+	}
+
+	// Target-level faults, each on a target of its own, at once.
+	tgs := map[string]*target{}
+	var names []string
+	for _, role := range []string{roleLat, roleCred, roleSetup, roleData} {
+		tgs[role] = s.d.addTarget(backend, role)
+		names = append(names, tgs[role].name)
+	}
+	added := time.Now()
+	if err := s.d.reload(ctx); err != nil {
+		s.add(&fault{backend: backend, kind: "reload", what: "adding the fault targets"}).fail("%v", err)
+		return
+	}
+	if _, err := s.waitUp(ctx, names, 3*time.Minute); err != nil {
+		s.add(&fault{backend: backend, kind: "warm-up", what: "fault targets"}).fail("%v", err)
+		return
+	}
+	time.Sleep(30 * time.Second) // data to alter, samples under the latency window
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		role string
+		run  func(context.Context, string, *target, time.Time)
+	}{{roleLat, s.latency}, {roleCred, s.credentials}, {roleSetup, s.setupError}, {roleData, s.dataAltered}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x.run(ctx, backend, tgs[x.role], added)
+		}()
+	}
+	wg.Wait()
+}
