@@ -25,7 +25,7 @@ type board struct {
 func newBoard(uid, title, desc, targetFilter string) *board {
 	q := fmt.Sprintf("label_values(dbcanary_target_up%s, target)", targetFilter)
 	return &board{d: grafana.Dashboard{
-		UID: uid, Title: title, Description: desc, Tags: []string{"dbcanary"}, Timezone: "browser", Editable: true,
+		UID: uid, Title: title, Description: desc, Tags: []string{"dbcanary"}, Timezone: "browser", Editable: false,
 		GraphTooltip: 1, Refresh: "30s", SchemaVersion: grafana.SchemaVersion, Version: 1,
 		Time:  grafana.TimeRange{From: "now-6h", To: "now"},
 		Links: []grafana.Link{{Title: "dbcanary boards", Type: "dashboards", Tags: []string{"dbcanary"}, AsDropdown: true, IncludeVars: true, KeepTime: true}},
