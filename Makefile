@@ -24,7 +24,7 @@ DEMO_LISTEN ?= 127.0.0.1:19190
 INTEGRATION_TIMEOUT ?= 40m
 
 
-.PHONY: chart-rules
+.PHONY: chart-rules lint-rules-boards
 .PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages vulncheck
 
 all: build
@@ -47,6 +47,12 @@ lint: $(STATICCHECK)
 	$(GO) vet -tags integration ./...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags integration ./...
+	@$(MAKE) --no-print-directory lint-rules-boards
+
+## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
+lint-rules-boards:
+	bash $(STACK)/pint.sh run
+	bash $(STACK)/dashboard-linter.sh run
 
 $(STATICCHECK):
 	@mkdir -p $(dir $@) $(DBCANARY_STACK_DIR)/gobin
