@@ -27,10 +27,15 @@ func newBoard(uid, title, desc, targetFilter string) *board {
 	return &board{d: grafana.Dashboard{
 		UID: uid, Title: title, Description: desc, Tags: []string{"dbcanary"}, Timezone: "browser", Editable: false,
 		GraphTooltip: 1, Refresh: "30s", SchemaVersion: grafana.SchemaVersion, Version: 1,
-		Time:  grafana.TimeRange{From: "now-6h", To: "now"},
-		Links: []grafana.Link{{Title: "dbcanary boards", Type: "dashboards", Tags: []string{"dbcanary"}, AsDropdown: true, IncludeVars: true, KeepTime: true}},
+		Time: grafana.TimeRange{From: "now-6h", To: "now"},
+		// Grafana's built-in annotations (this board's annotations and alerts).
+		Annotations: grafana.Annotations{List: []grafana.Annotation{{BuiltIn: 1, Datasource: &grafana.DatasourceRef{Type: "grafana", UID: "-- Grafana --"},
+			Enable: true, Hide: true, IconColor: "rgba(0, 211, 255, 1)", Name: "Annotations & Alerts", Type: "dashboard"}}},
+		Links: []grafana.Link{{Title: "dbcanary boards", Type: "dashboards", Icon: "external link", Tooltip: "The other dbcanary boards",
+			Tags: []string{"dbcanary"}, AsDropdown: true, IncludeVars: true, KeepTime: true}},
 		Templating: grafana.Templating{List: []grafana.Variable{
-			{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus", Current: map[string]any{}, Options: []any{}},
+			// current "default": Grafana's default Prometheus until the user picks one.
+			{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus", Current: map[string]any{"text": "default", "value": "default"}, Options: []any{}},
 			{Name: "target", Label: "Target", Type: "query", Datasource: ds, Query: grafana.VariableQuery{Query: q, RefID: "target"},
 				Definition: q, Refresh: 2, Multi: true, IncludeAll: true, AllValue: ".*", Sort: 1,
 				Current: map[string]any{"text": []string{"All"}, "value": []string{"$__all"}}, Options: []any{}},
@@ -100,7 +105,7 @@ func stat(title, desc, unit string, th *grafana.Thresholds, q query) grafana.Pan
 	p.Type = "stat"
 	p.FieldConfig.Defaults.Custom = nil
 	p.FieldConfig.Defaults.Color = map[string]any{"mode": "thresholds"}
-	p.Options = map[string]any{"colorMode": "background", "graphMode": "none", "justifyMode": "auto", "textMode": "value_and_name",
+	p.Options = map[string]any{"colorMode": "background", "graphMode": "none", "justifyMode": "auto", "orientation": "auto", "textMode": "value_and_name",
 		"reduceOptions": map[string]any{"calcs": []string{"lastNotNull"}, "fields": "", "values": false}}
 	p.Targets[0].Range, p.Targets[0].Instant = false, true
 	return p

@@ -1,6 +1,7 @@
 // Package grafana is the small part of Grafana's dashboard JSON model that
-// dbcanary's generated boards use (schemaVersion 39). The upstream
-// grafana-foundation-sdk is not available to this build, so the model is ours.
+// dbcanary's generated boards use (schemaVersion 39). The generated boards are
+// checked against the grafana-foundation-sdk's strict schema decoder in
+// internal/generate's tests (TestBoardsStrictSchema).
 package grafana
 
 // SchemaVersion is the dashboard schema the boards are written for.
@@ -8,20 +9,38 @@ const SchemaVersion = 39
 
 // Dashboard is one board.
 type Dashboard struct {
-	UID           string     `json:"uid"`
-	Title         string     `json:"title"`
-	Description   string     `json:"description,omitempty"`
-	Tags          []string   `json:"tags"`
-	Timezone      string     `json:"timezone"`
-	Editable      bool       `json:"editable"`
-	GraphTooltip  int        `json:"graphTooltip"`
-	Refresh       string     `json:"refresh"`
-	SchemaVersion int        `json:"schemaVersion"`
-	Version       int        `json:"version"`
-	Time          TimeRange  `json:"time"`
-	Templating    Templating `json:"templating"`
-	Links         []Link     `json:"links"`
-	Panels        []Panel    `json:"panels"`
+	UID           string      `json:"uid"`
+	Title         string      `json:"title"`
+	Description   string      `json:"description,omitempty"`
+	Tags          []string    `json:"tags"`
+	Timezone      string      `json:"timezone"`
+	Editable      bool        `json:"editable"`
+	GraphTooltip  int         `json:"graphTooltip"`
+	Refresh       string      `json:"refresh"`
+	SchemaVersion int         `json:"schemaVersion"`
+	Version       int         `json:"version"`
+	Time          TimeRange   `json:"time"`
+	Annotations   Annotations `json:"annotations"`
+	Templating    Templating  `json:"templating"`
+	Links         []Link      `json:"links"`
+	Panels        []Panel     `json:"panels"`
+}
+
+// Annotations are the board's annotation queries.
+type Annotations struct {
+	List []Annotation `json:"list"`
+}
+
+// Annotation is one annotation query; the boards carry Grafana's built-in
+// one (annotations and alerts of this board).
+type Annotation struct {
+	BuiltIn    int            `json:"builtIn"`
+	Datasource *DatasourceRef `json:"datasource"`
+	Enable     bool           `json:"enable"`
+	Hide       bool           `json:"hide"`
+	IconColor  string         `json:"iconColor"`
+	Name       string         `json:"name"`
+	Type       string         `json:"type"`
 }
 
 // TimeRange is the default time range.
@@ -34,8 +53,11 @@ type TimeRange struct {
 type Link struct {
 	Title       string   `json:"title"`
 	Type        string   `json:"type"`
+	Icon        string   `json:"icon"`
+	Tooltip     string   `json:"tooltip"`
 	Tags        []string `json:"tags"`
 	AsDropdown  bool     `json:"asDropdown"`
+	TargetBlank bool     `json:"targetBlank"`
 	IncludeVars bool     `json:"includeVars"`
 	KeepTime    bool     `json:"keepTime"`
 }
@@ -95,7 +117,9 @@ type Panel struct {
 	FieldConfig *FieldConfig   `json:"fieldConfig,omitempty"`
 	Options     map[string]any `json:"options,omitempty"`
 	Collapsed   bool           `json:"collapsed,omitempty"`
-	Panels      []Panel        `json:"panels,omitempty"`
+	// Panels is a row's collapsed panels: required (empty) on a row, absent
+	// (nil) on the other panel types.
+	Panels []Panel `json:"panels,omitzero"`
 }
 
 // Target is one query of a panel.
