@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,6 +182,7 @@ scrape_configs:
 	}
 
 	t.Run("dashboard queries", func(t *testing.T) { checkBoards(t, root, promURL) })
+	t.Run("pint online", func(t *testing.T) { pintOnline(t, root, promURL) })
 
 	// Fault 1: 600 ms of latency on every reply: publish confirms and deliveries
 	// exceed the 400 ms JMAP p99 ceiling (warning), not the 2.5 s critical.
@@ -227,6 +229,43 @@ scrape_configs:
 		t.Logf("%s resolved %s after restoring the broker", gone["alertname"], time.Since(tf).Round(time.Second))
 	}
 	t.Logf("total %s; alerts left: %v", time.Since(t0).Round(time.Second), firing(t, amURL))
+}
+
+// pintOnline runs pint on the shipped rules (alerts/dbcanary-rules.yml) with
+// the committed .pint.hcl plus test/e2e/pint-online.hcl, which names this
+// Prometheus: the checks that query a Prometheus (series exist, label
+// matching, counters under rate, ranges against the scrape interval) run on
+// the series a real dbcanary exports for every backend. The binary is the one
+// test/stack/pint.sh builds and caches.
+func pintOnline(t *testing.T, root, promURL string) {
+	script := filepath.Join(root, "test", "stack", "pint.sh")
+	if out, err := exec.Command("bash", script, "install").CombinedOutput(); err != nil {
+		t.Fatalf("pint.sh install: %v\n%s", err, out)
+	}
+	bin, err := exec.Command("bash", script, "path").Output()
+	if err != nil {
+		t.Fatalf("pint.sh path: %v", err)
+	}
+	var cfg []byte
+	for _, f := range []string{filepath.Join(root, ".pint.hcl"), filepath.Join(root, "test", "e2e", "pint-online.hcl")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = append(append(cfg, data...), '\n')
+	}
+	cfgPath := filepath.Join(t.TempDir(), "pint.hcl")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(bin)), "--no-color", "--config", cfgPath, "lint", "--fail-on=warning", "alerts/dbcanary-rules.yml")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "DBCANARY_PINT_PROMETHEUS_URL="+promURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pint with the checks that query Prometheus (%s): %v\n%s", promURL, err, out)
+	}
+	t.Logf("pint, checks that query Prometheus included: clean\n%s", out)
 }
 
 // checkBoards runs every panel query of every board against the real
