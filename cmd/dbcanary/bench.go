@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ type benchFlags struct {
 	bulkSize  int
 	records   int
 	grace     time.Duration
+	cpuProf   string
 }
 
 // newBenchCmd is `dbcanary bench --profile X`: a reference benchmark run with
@@ -76,14 +78,15 @@ machine's loopback interface unless --yes is given.`,
 	fl.Int64Var(&f.ops, "ops", 0, "End each measured stage after this many ops (with --duration: whichever comes first).")
 	fl.DurationVar(&f.warmup, "warmup", 0, "Run each stage this long first, unrecorded (default: the profile's).")
 	fl.IntVar(&f.workers, "workers", 0, "Concurrent workers (closed loop: each runs its next op when the previous ended). Default: the profile's.")
-	fl.Float64Var(&f.rate, "rate", 0, "Open loop: start ops at this many per second whatever the store does (default: closed loop; opensearch-pmc searches 20).")
-	fl.StringVar(&f.mix, "mix", "", "Op weights, e.g. insert=1,read=4 (default: the profile's).")
+	fl.Float64Var(&f.rate, "rate", 0, "Open loop: start ops at this many per second whatever the store does (default: closed loop; opensearch-pmc searches at 20, --rate 0 makes them closed-loop).")
+	fl.StringVar(&f.mix, "mix", "", "Op weights, e.g. insert=1,read=4 (s3-sizes: op kinds, get=1 or put=1; default: the profile's).")
 	fl.DurationVar(&f.timeout, "timeout", 0, "Op timeout (default: the profile's, else the target's).")
 	fl.StringVar(&f.sizes, "s3-sizes", "", "s3-sizes: object sizes, e.g. 4KiB,1MiB (default 4KiB,128KiB,1MiB,8MiB).")
 	fl.StringVar(&f.s3Workers, "s3-workers", "", "s3-sizes: worker counts to step through, e.g. 8,12,16 or 8..16 (default 8..16).")
 	fl.IntVar(&f.bulkSize, "bulk-size", 0, "opensearch-pmc: documents per bulk request (default 500).")
 	fl.IntVar(&f.records, "records", 0, "ycsb-a: record count (default 1000).")
 	fl.DurationVar(&f.grace, "cleanup-timeout", 30*time.Second, "How long removing the run's namespace may take at the end.")
+	fl.StringVar(&f.cpuProf, "cpuprofile", "", "Write a Go CPU profile of the run to this file (go tool pprof), to see where the client path spends its time.")
 	return cmd
 }
 
@@ -134,6 +137,17 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	ver := version.Version
 	if ver == "" {
 		ver = "(development build)"
+	}
+	if f.cpuProf != "" {
+		out, err := os.Create(f.cpuProf)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	pr := newProgress(stderr, 0)
 	rep, runErr := bench.Run(ctx, bench.Options{Profile: prof, Params: p, Config: cfg, Target: f.target, Yes: f.yes, Baseline: base,
@@ -187,6 +201,7 @@ func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error
 
 func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
 	p := bench.Params{Duration: f.duration, Ops: f.ops, Workers: f.workers, Rate: f.rate, Timeout: f.timeout, BulkSize: f.bulkSize, Records: f.records}
+	p.ClosedLoop = cmd.Flags().Changed("rate") && f.rate == 0
 	if cmd.Flags().Changed("warmup") {
 		w := f.warmup
 		p.Warmup = &w

@@ -172,3 +172,22 @@ func TestParseMix(t *testing.T) {
 		}
 	}
 }
+
+// opensearch-pmc searches at 20 ops/s unless --rate 0 asks for a closed loop;
+// s3-sizes takes op kinds in --mix and names its stages after them.
+func TestProfileParams(t *testing.T) {
+	var p Params
+	opensearchPMC().defaults(&p)
+	q := Params{ClosedLoop: true}
+	opensearchPMC().defaults(&q)
+	if p.Rate != 20 || q.Rate != 0 {
+		t.Errorf("rates %g and %g, want 20 and 0", p.Rate, q.Rate)
+	}
+	s := Params{Mix: []engine.Weighted{{Op: "put", Weight: 1}}, S3Workers: []int{4}}
+	prof := s3Sizes()
+	prof.defaults(&s)
+	st := prof.stages(s)
+	if len(st) != 8 || st[1].Name != "put 4KiB x4" || st[1].Mix[0].Op != "put_4KiB" || st[7].Mix[0].Op != "put_8MiB" || st[0].MaxOps != 6 {
+		t.Errorf("stages %+v", st)
+	}
+}

@@ -26,8 +26,10 @@ type Params struct {
 	// Workers is the concurrency of every stage (S3: see S3Workers).
 	Workers int
 	// Rate turns a stage into an open loop at this many ops/s (the search
-	// stages of opensearch-pmc are open-loop by default).
-	Rate float64
+	// stages of opensearch-pmc are open-loop by default); ClosedLoop (--rate
+	// 0 given explicitly) makes them closed-loop too.
+	Rate       float64
+	ClosedLoop bool
 	// Mix overrides the op weights (insert=1,read=4).
 	Mix []engine.Weighted
 	// Timeout overrides the op timeout.
@@ -264,7 +266,7 @@ func opensearchPMC() *Profile {
 			if p.Duration == 0 && p.Ops == 0 {
 				p.Duration = 15 * time.Second
 			}
-			if p.Rate == 0 {
+			if p.Rate == 0 && !p.ClosedLoop {
 				p.Rate = 20
 			}
 			if p.Timeout == 0 {
@@ -375,6 +377,9 @@ func s3Sizes() *Profile {
 			if p.Timeout == 0 {
 				p.Timeout = 60 * time.Second
 			}
+			if len(p.Mix) == 0 {
+				p.Mix = []engine.Weighted{{Op: s3.OpGet, Weight: 1}}
+			}
 		},
 		configure: func(t *config.Target, p Params) error {
 			c, ok := t.Probe.(*s3.Config)
@@ -395,9 +400,16 @@ func s3Sizes() *Profile {
 				g := size.String()
 				st = append(st, stageSpec{Name: "upload " + g, Group: g, Setup: true,
 					Stage: engine.Stage{Mix: []engine.Weighted{{Op: s3.OpName(s3.OpPut, size), Weight: 1}}, Workers: min(p.Workers, 8), MaxOps: int64(p.Workers + 2)}})
+				// --mix names op kinds (get=1, put=1): the ops of this size.
+				var mix []engine.Weighted
+				var kinds []string
+				for _, w := range p.Mix {
+					mix = append(mix, engine.Weighted{Op: s3.OpName(w.Op, size), Weight: w.Weight})
+					kinds = append(kinds, w.Op)
+				}
 				for _, n := range p.S3Workers {
-					st = append(st, stageSpec{Name: fmt.Sprintf("get %s x%d", g, n), Group: g,
-						Stage:  engine.Stage{Mix: []engine.Weighted{{Op: s3.OpName(s3.OpGet, size), Weight: 1}}, Workers: n, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops},
+					st = append(st, stageSpec{Name: fmt.Sprintf("%s %s x%d", strings.Join(kinds, "+"), g, n), Group: g,
+						Stage:  engine.Stage{Mix: mix, Workers: n, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops},
 						Warmup: warmupOr(p, 0)})
 				}
 			}

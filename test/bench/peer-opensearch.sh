@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# opensearch-benchmark 2.4.0 (offline, a workload written here) and
+# `dbcanary bench --profile opensearch-pmc` side by side on the local
+# OpenSearch, same shape, then both figures and the ratio (dbcanary / OSB).
+#
+#   test/bench/peer-opensearch.sh     bulk index-append (500 docs per request, 8 clients), a term query
+#                                     unthrottled (8 clients), then at 20 ops/s
+#
+# Env: SECS (search task length, default 15), DOCS (corpus size, default 20000), PEERS, BENCH_OUT.
+# The corpus mimics dbcanary's documents (keyword topic, a 200-word body);
+# the term query filters a keyword field and returns one or two documents,
+# as the probe's search_term does (which also checks the hits are exactly right).
+source "$(dirname "$0")/peers-lib.sh"
+SECS=${SECS:-15}; DOCS=${DOCS:-20000}
+install_osb
+stack_env opensearch
+DBC=$(dbcanary_bin)
+WL=$PEERS/osb-workload/side-by-side-$DOCS-$SECS
+if [ ! -s "$WL/workload.json" ]; then
+  mkdir -p "$WL"
+  python3 - "$WL" "$DOCS" "$SECS" <<'PY'
+import json, os, random, sys
+wl, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(7)
+words = ("cell protein gene expression tumor cancer patient clinical trial study analysis model data signal "
+         "receptor binding pathway mutation sequence genome virus infection immune response treatment dose").split()
+topics = ["oncology", "cardiology", "neurology", "immunology", "genomics", "virology", "epidemiology", "pharmacology"]
+with open(os.path.join(wl, "documents.json"), "w") as f:
+    for i in range(n):
+        kind = "ref" if i < 12 else "bulk"
+        f.write(json.dumps({"instance": "osb", "kind": kind, "topic": topics[i % 8], "seq": i,
+                            "body": " ".join(rng.choice(words) for _ in range(200))}) + "\n")
+json.dump({"settings": {"index.number_of_shards": 1, "index.number_of_replicas": 0, "index.refresh_interval": "1s"},
+           "mappings": {"dynamic": "strict", "properties": {"instance": {"type": "keyword"}, "kind": {"type": "keyword"},
+               "topic": {"type": "keyword"}, "seq": {"type": "long"}, "body": {"type": "text"}}}},
+          open(os.path.join(wl, "index.json"), "w"), indent=2)
+q = {"query": {"bool": {"filter": [{"term": {"instance": "osb"}}, {"term": {"kind": "ref"}}, {"term": {"topic": "oncology"}}]}},
+     "size": 17, "track_total_hits": True}
+json.dump({"version": 2, "description": "dbcanary side-by-side: bulk, then a term query unthrottled and at 20 ops/s",
+  "indices": [{"name": "osb-side-by-side", "body": "index.json"}],
+  "corpora": [{"name": "osb-side-by-side", "documents": [{"source-file": "documents.json", "document-count": n,
+               "uncompressed-bytes": os.path.getsize(os.path.join(wl, "documents.json"))}]}],
+  "schedule": [
+    {"operation": {"operation-type": "delete-index"}},
+    {"operation": {"operation-type": "create-index"}},
+    {"operation": {"name": "index-append", "operation-type": "bulk", "bulk-size": 500}, "clients": 8},
+    {"operation": {"operation-type": "refresh"}},
+    {"operation": {"name": "term", "operation-type": "search", "index": "osb-side-by-side", "body": q},
+     "clients": 8, "warmup-time-period": 3, "time-period": secs},
+    {"operation": {"name": "term-20rps", "operation-type": "search", "index": "osb-side-by-side", "body": q},
+     "clients": 8, "warmup-time-period": 2, "time-period": secs, "target-throughput": 20},
+    {"operation": {"name": "cleanup", "operation-type": "delete-index"}}]},
+  open(os.path.join(wl, "workload.json"), "w"), indent=2)
+PY
+fi
+OSBHOME=$PEERS/osb-home; mkdir -p "$OSBHOME"
+RES=$OUT/osb-result.md
+log "opensearch-benchmark run --offline --workload-path $WL ($DOCS docs)"
+HOME=$OSBHOME BENCHMARK_HOME=$OSBHOME timeout $((SECS * 3 + 240)) "$OSB_VENV/bin/opensearch-benchmark" run \
+  --pipeline=benchmark-only --target-hosts="127.0.0.1:$DBCANARY_TEST_OPENSEARCH_PORT" --offline \
+  --workload-path="$WL" --results-file="$RES" > "$OUT/osb.txt" 2>&1 || die "opensearch-benchmark failed: $(tail -5 "$OUT/osb.txt")"
+osb() { awk -F'|' -v m="$1" -v t="$2" '{ gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4) } $2 == m && $3 == t { print $4 }' "$RES"; }
+ms2us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
+
+cfg=$OUT/opensearch.yaml
+cat > "$cfg" <<CONF
+global: {instance_id: peers}
+targets:
+  - name: os
+    backend: opensearch
+    opensearch: {addresses: ["$DBCANARY_TEST_OPENSEARCH_URL"], replicas: 0}
+CONF
+log "dbcanary bench --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
+  --json "$OUT/dbcanary-closed.json" --html "$OUT/dbcanary-closed.html" > "$OUT/dbcanary-closed.txt" 2> "$OUT/dbcanary-closed.err" \
+  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-closed.err")"
+log "dbcanary bench --profile opensearch-pmc --workers 8 --rate 20 --duration ${SECS}s"
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 20 --duration "${SECS}s" --warmup 2s \
+  --json "$OUT/dbcanary-20rps.json" --html "$OUT/dbcanary-20rps.html" > "$OUT/dbcanary-20rps.txt" 2> "$OUT/dbcanary-20rps.err" \
+  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-20rps.err")"
+st() { jsonq "$1" "[o for s in r['stages'] if s['name']=='$2' for o in s['ops']][0]$3"; }
+C=$OUT/dbcanary-closed.json; R=$OUT/dbcanary-20rps.json
+
+echo
+echo "OpenSearch side by side: $DOCS docs bulk (500/request, 8 clients); term query 8 clients unthrottled, then 20 ops/s; ${SECS}s; outputs in $OUT"
+header "figure" "OSB"
+row "index-append mean throughput (docs/s)" "$(osb "Mean Throughput" index-append)" "$(jsonq "$C" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")"
+row "term mean throughput, unthrottled (ops/s)" "$(osb "Mean Throughput" term)" "$(st "$C" term "['throughput_ops_per_s']")"
+row "term latency p50, unthrottled (µs)" "$(ms2us "$(osb "50th percentile latency" term)")" "$(ms2us "$(st "$C" term "['latency_ms']['p50']")")"
+row "term at 20 ops/s: throughput (ops/s)" "$(osb "Mean Throughput" term-20rps)" "$(st "$R" term "['throughput_ops_per_s']")"
+row "term at 20 ops/s: latency p50 (µs)" "$(ms2us "$(osb "50th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p50']")")"
+row "term at 20 ops/s: service time p50 (µs)" "$(ms2us "$(osb "50th percentile service time" term-20rps)")" "$(ms2us "$(st "$R" term "['service_time_ms']['p50']")")"
+row "term at 20 ops/s: latency p99 (µs)" "$(ms2us "$(osb "99th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p99']")")"
+echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"

@@ -1,0 +1,85 @@
+# Shared by test/bench/peer-*.sh: install the reference tools (cached under
+# $PEERS, default $DBCANARY_STACK_DIR/peers), build dbcanary, write a config
+# for the local stack, and print figures side by side. Source it.
+#
+# Pitfalls these functions avoid (see ../shared/peers/README.md):
+# - PerfTest 2.23.0 is not on Maven Central: 2.22.1, classpath resolved once.
+# - warp: the Go proxy serves v1.0.0 only; the checksum DB has no entry
+#   (GONOSUMDB) and `go install` dies on the deprecation look-up: build the
+#   module zip with its own go.mod.
+# - opensearch-benchmark writes ~/.benchmark: HOME and BENCHMARK_HOME are
+#   redirected; it prints its table only on a TTY: --results-file.
+# - Every tool binds to 127.0.0.1 targets only; runs are wrapped in timeout.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+STACK_DIR=${DBCANARY_STACK_DIR:-/var/tmp/dbcanary-stack}
+PEERS=${PEERS:-$STACK_DIR/peers}
+OUT=${BENCH_OUT:-$PEERS/out/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$PEERS/bin" "$OUT"
+
+log() { printf '[peers] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# dbcanary_bin: the binary of this checkout, built once per run.
+dbcanary_bin() {
+  local bin=$OUT/dbcanary
+  if [ ! -x "$bin" ]; then
+    (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/dbcanary) || die "go build"
+  fi
+  echo "$bin"
+}
+
+install_perftest() {
+  local v=2.22.1 dir=$PEERS/perftest
+  CP_FILE=$dir/perftest-$v.classpath
+  [ -s "$CP_FILE" ] && return 0
+  mkdir -p "$dir"
+  cat > "$dir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.peers</groupId><artifactId>perftest-classpath</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies><dependency><groupId>com.rabbitmq</groupId><artifactId>perf-test</artifactId><version>$v</version></dependency></dependencies>
+</project>
+POM
+  log "perftest: resolving com.rabbitmq:perf-test:$v from Maven Central"
+  mvn -B -q -f "$dir/pom.xml" -Dmaven.repo.local="$PEERS/m2" dependency:build-classpath -Dmdep.outputFile="$CP_FILE" >&2
+}
+
+install_warp() {
+  WARP=$PEERS/bin/warp-1.0.0
+  [ -x "$WARP" ] && return 0
+  log "warp: building github.com/minio/warp@v1.0.0 from the module zip (about a minute)"
+  (
+    export GOPATH=$PEERS/gopath GOMODCACHE=$PEERS/gopath/pkg/mod GOCACHE=$PEERS/gocache
+    export GOFLAGS="-buildvcs=false -modcacherw" GONOSUMDB=github.com/minio/warp
+    dir=$(go mod download -json github.com/minio/warp@v1.0.0 | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [ -n "$dir" ] || exit 1
+    rm -rf "$PEERS/src/warp-1.0.0" && mkdir -p "$PEERS/src" && cp -r "$dir" "$PEERS/src/warp-1.0.0" && chmod -R u+w "$PEERS/src/warp-1.0.0"
+    cd "$PEERS/src/warp-1.0.0" && go build -trimpath -ldflags "-s -w -X github.com/minio/warp/pkg.Version=1.0.0" -o "$WARP" .
+  ) >&2 || die "warp build"
+}
+
+install_osb() {
+  OSB_VENV=$PEERS/osb-venv
+  [ -x "$OSB_VENV/bin/opensearch-benchmark" ] && return 0
+  log "opensearch-benchmark: pip install opensearch-benchmark==2.4.0 into $OSB_VENV"
+  python3 -m venv "$OSB_VENV" && "$OSB_VENV/bin/pip" install -q opensearch-benchmark==2.4.0 >&2
+}
+
+# stack_env NAME: export the server's connection facts (starts it if needed; never stops it).
+stack_env() {
+  bash "$ROOT/test/stack/$1.sh" start >&2
+  eval "$(bash "$ROOT/test/stack/$1.sh" env | sed 's/^/export /')"
+}
+
+# ratio A B: A / B with two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+
+# row LABEL PEER OURS: a line of the side-by-side table, with ours / peer.
+fmtn() { awk -v v="$1" 'BEGIN { if (v == "" || v !~ /^[0-9.eE+-]+$/) print "-"; else if (v == int(v)) printf "%d", v; else printf "%.1f", v }'; }
+row() { printf '%-44s %14s %14s %8sx\n' "$1" "$(fmtn "$2")" "$(fmtn "$3")" "$(ratio "$3" "$2")"; }
+header() { printf '%-44s %14s %14s %9s\n' "$1" "$2" "dbcanary" "ratio"; }
+
+# jq-free JSON reading of a bench report: jsonq FILE PYTHON-EXPR (r is the report).
+jsonq() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
