@@ -191,3 +191,19 @@ func TestProfileParams(t *testing.T) {
 		t.Errorf("stages %+v", st)
 	}
 }
+
+// The floor profile needs no store: without a noop target in the config it
+// runs one of its own, and its table sets latency beside service time.
+func TestFloorProfile(t *testing.T) {
+	cfg := parse(t, "targets:\n  - {name: mq, backend: rabbitmq, rabbitmq: {url: \"amqp://127.0.0.1:5672/\", username: u, password_env: PW}}\n")
+	prof, _ := ProfileByName("floor")
+	r, err := Run(context.Background(), Options{Profile: prof, Params: Params{Duration: 500 * time.Millisecond, Rate: 40}, Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	_ = r.WriteText(&text)
+	if r.Target != "floor" || !regexp.MustCompile(`\| floor \| +20 \| latency - service \| +[0-9]+ \|`).MatchString(text.String()) {
+		t.Fatalf("target %s:\n%s", r.Target, text.String())
+	}
+}

@@ -96,7 +96,7 @@ type Profile struct {
 
 // Profiles lists every profile, by name.
 func Profiles() []*Profile {
-	return []*Profile{cassandraMixed(), ycsbA(), opensearchPMC(), rabbitmqPerfTest(), s3Sizes()}
+	return []*Profile{cassandraMixed(), ycsbA(), opensearchPMC(), rabbitmqPerfTest(), s3Sizes(), floor()}
 }
 
 // ProfileByName finds a profile.
@@ -426,4 +426,49 @@ func s3Sizes() *Profile {
 			return []string{"Throughput is MiB/s of object bodies read (s3-benchmark's MB/s). TTFB and TTLB count from each download's start (closed loop: when its worker took it)."}
 		},
 	}
+}
+
+// --- floor: the engine's own latency floor at canary rates -----------------
+
+func floor() *Profile {
+	return &Profile{
+		Name: "floor", Backend: "noop",
+		Description: "the measurement floor: the noop probe (no I/O) on an open-loop schedule at 10 ops/s, one worker; latency minus service time is the scheduler's own lateness",
+		Reproduces:  "no reference document: what any figure of this machine includes before the store adds anything",
+		defaults: func(p *Params) {
+			p.Workers = orInt(p.Workers, 1)
+			if p.Rate == 0 {
+				p.Rate = 10
+			}
+			if p.Duration == 0 && p.Ops == 0 {
+				p.Duration = 30 * time.Second
+			}
+		},
+		configure: func(t *config.Target, p Params) error { resolveOps(t, p.Timeout); return nil },
+		stages: func(p Params) []stageSpec {
+			return []stageSpec{{Name: "floor", Stage: engine.Stage{Mix: []engine.Weighted{{Op: "noop", Weight: 1}}, Workers: p.Workers, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops}, Warmup: warmupOr(p, time.Second)}}
+		},
+		tables: func(r *Report, rf refs, p Params) []Table { return []Table{floorTable(r), summaryTable(r, rf, nil)} },
+		notes: func(Params) []string {
+			return []string{"Latency counts from each op's slot in the schedule, service time from when the probe was called: at low rates the difference is how late the schedule's wake-ups are (Go's netpoller sleeps in whole milliseconds, so a timer fires up to 1 ms late), plus the hand-off to a worker."}
+		},
+	}
+}
+
+// floorTable sets latency and service time side by side.
+func floorTable(r *Report) Table {
+	t := Table{ID: "floor", Title: "Measurement floor (µs): latency from the slot, service time from the call, and their difference",
+		Header: []string{"Task", "Ops", "", "p50", "p90", "p99", "max"}, RightAlign: []bool{false, true, false, true, true, true, true}}
+	us := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 0, 64) }
+	for _, s := range measured(r) {
+		for _, o := range s.Ops {
+			l, sv := o.Latency, o.Service
+			n := strconv.FormatUint(o.Count, 10)
+			t.Rows = append(t.Rows,
+				[]string{s.Name, n, "latency", us(l.P50), us(l.P90), us(l.P99), us(l.Max)},
+				[]string{s.Name, n, "service time", us(sv.P50), us(sv.P90), us(sv.P99), us(sv.Max)},
+				[]string{s.Name, n, "latency - service", us(l.P50 - sv.P50), us(l.P90 - sv.P90), us(l.P99 - sv.P99), "-"})
+		}
+	}
+	return t
 }

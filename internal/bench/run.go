@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/cassandra"
 	"github.com/dbcanary/dbcanary/probes/opensearch"
 	"github.com/dbcanary/dbcanary/probes/rabbitmq"
@@ -232,6 +234,11 @@ func params(prof *Profile, p Params) []Param {
 }
 
 func pickTarget(cfg *config.Config, name, backend string) (config.Target, error) {
+	if name == "" && backend == "noop" && !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.Backend == "noop" }) {
+		// The floor needs no store: a noop target of its own.
+		b, _ := probes.Lookup("noop")
+		return config.Target{Name: "floor", Backend: "noop", Timeout: cfg.Global.Timeout, MaxInFlight: 1, Probe: b.NewConfig()}, nil
+	}
 	var names []string
 	for _, t := range cfg.Targets {
 		if name != "" && t.Name == name {
