@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -41,6 +42,8 @@ type Config struct {
 	// LossTimeout is how long a confirmed message may take to come back
 	// before it is counted as lost (only while connected).
 	LossTimeout time.Duration `yaml:"loss_timeout"`
+	// Ledger configures the durability ledger (ledger.go).
+	Ledger LedgerConfig `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
@@ -98,6 +101,7 @@ func (c *Config) Validate() []error {
 	if c.LossTimeout <= 0 {
 		errs = append(errs, probes.Invalid("loss_timeout", "must be positive"))
 	}
+	errs = append(errs, c.validateLedger()...)
 	if len(c.QueuePrefix) > 200 {
 		errs = append(errs, probes.Invalid("queue_prefix", "too long (queue names are at most 255 bytes)"))
 	}
@@ -106,10 +110,17 @@ func (c *Config) Validate() []error {
 
 // Ops implements probes.Config.
 func (c *Config) Ops() []probes.OpSpec {
-	return []probes.OpSpec{
+	specs := []probes.OpSpec{
 		{Name: OpPublish, DefaultRate: 1, Help: "publish a persistent message with publisher confirms; latency ends at the broker's confirm"},
 		{Name: OpConsume, Async: true, Phases: nil, Help: "one sample per canary message received: latency from the publish's intended start, service time from its send; body compared byte for byte"},
 	}
+	for _, s := range ledger.Specs() {
+		if s.Name == ledger.OpCheck {
+			s.Help = "durability ledger: drain the ledger queue in order against the messages confirmed at least ledger.ages ago (10m): intact, missing (confirmed, never delivered) or corrupted"
+		}
+		specs = append(specs, s)
+	}
+	return specs
 }
 
 // Op names.

@@ -17,6 +17,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -39,6 +40,7 @@ type Probe struct {
 	report    probes.Reporter
 	run       uint64 // random per process: tells this run's messages from older ones
 	ephemeral bool   // a one-shot run: Close deletes the queue
+	led       *ledgerState
 
 	mu             sync.Mutex // guards the connection state below
 	conn           *amqp.Connection
@@ -127,6 +129,7 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
+	p.openLedger(t)
 	p.wg.Add(1)
 	go p.sweepLost()
 	return p, nil
@@ -147,6 +150,10 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	switch op {
 	case OpPublish:
 		return p.publish(ctx, out)
+	case ledger.OpWrite:
+		return p.ledgerWrite(ctx, out)
+	case ledger.OpCheck:
+		return p.ledgerCheck(ctx, out)
 	}
 	return fmt.Errorf("rabbitmq: op %q is not scheduled", op)
 }
@@ -497,6 +504,7 @@ func (p *Probe) Close() error {
 
 func (p *Probe) close() error {
 	close(p.done)
+	lerr := p.closeLedger()
 	p.mu.Lock()
 	var delErr, err error
 	if p.ephemeral {
@@ -511,7 +519,7 @@ func (p *Probe) close() error {
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}
-	return errors.Join(delErr, err)
+	return errors.Join(delErr, err, lerr)
 }
 
 // deleteQueueLocked deletes the canary queue, on the open connection or a
