@@ -137,6 +137,7 @@ const (
 	keyHeartbeat                // <instance>/<run>/.heartbeat
 	keyObject                   // <instance>/<run>/<size>/<sequence>
 	keyOldObject                // <instance>/<size>/<8 hex>-<sequence>: the layout before heartbeats
+	keyLedger                   // <instance>/ledger/<16 hex>: a durability ledger object (ledger.go)
 )
 
 // parseKey classifies a key relative to the target's prefix and returns its
@@ -149,6 +150,8 @@ func parseKey(rel string) (keyKind, string) {
 		return keyHeartbeat, seg[0] + "/" + seg[1] + "/"
 	case len(seg) == 4 && isInstance(seg[0]) && isRun(seg[1]) && isSize(seg[2]) && isDigits(seg[3], 8):
 		return keyObject, seg[0] + "/" + seg[1] + "/"
+	case len(seg) == 3 && isInstance(seg[0]) && seg[1]+"/" == ledgerDir && isHex(seg[2], 16):
+		return keyLedger, seg[0] + "/" + ledgerDir
 	case len(seg) == 3 && isInstance(seg[0]) && isSize(seg[1]) && len(seg[2]) > 9 && seg[2][8] == '-' &&
 		isHex(seg[2][:8], 8) && isDigits(seg[2][9:], 8):
 		return keyOldObject, seg[0] + "/" + seg[1] + "/"
@@ -228,6 +231,13 @@ type gcResult struct {
 //   - it is not this run's;
 //   - its run has no heartbeat younger than abandoned_after (server time);
 //   - the key itself was last written more than abandoned_after ago.
+//
+// Ledger objects (<instance>/ledger/) have no run and no heartbeat: they are
+// deleted once older than abandoned_after, this instance's too. A live
+// ledger never holds one that old (its ages are validated below
+// abandoned_after less an hour, and it forgets older entries unchecked), so
+// only the objects of a ledger whose file was lost, or of an instance id
+// gone at a rollout, are removed.
 //
 // A live process refreshes its heartbeat every minute, so none of its keys is
 // ever deleted; the last condition also protects a run whose heartbeat the

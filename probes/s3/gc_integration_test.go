@@ -335,3 +335,67 @@ func TestNamespaceBoundedAsInstancesComeAndGo(t *testing.T) {
 	}
 	removeAll(t, admin(t), b)
 }
+
+// TestCollectorRemovesOldLedgerObjects: ledger objects live outside every
+// run, so when the instance id changes (a new pod name at a rollout) nothing
+// else would remove those of the old one; the collector deletes ledger
+// objects older than abandoned_after, keeps younger ones and never touches
+// keys that only look alike.
+func TestCollectorRemovesOldLedgerObjects(t *testing.T) {
+	b := bucket(t, "dbcanary-it-gc-ledger")
+	c := minioConfig(t, b)
+	c.Sizes = []Size{4 * KiB}
+	const abandoned = 3 * time.Second
+	probe := func(instance string) *Probe {
+		p := quick(newProbeAs(t, probes.Target{Name: "gcl", InstanceID: instance, Config: c}), abandoned)
+		if err := prepare(t, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := probe("pod-a")
+	mustRun(t, gone, "ledger_write")
+	mustRun(t, gone, "ledger_write")
+	if err := gone.Close(); err != nil { // the pod is replaced: its run goes, its ledger objects stay
+		t.Fatal(err)
+	}
+	goneKeys := withPrefix(objects(t, admin(t), b), "dbcanary/gcl/pod-a/ledger/")
+	if len(goneKeys) != 2 {
+		t.Fatalf("ledger objects of the replaced pod: %v", goneKeys)
+	}
+	ctx := context.Background()
+	foreign := []string{"dbcanary/gcl/pod-a/ledger/notes.txt", "dbcanary/gcl/pod-a/ledger/0123", "dbcanary/gcl/pod-a/ledger/x/0123456789abcdef"}
+	for _, k := range foreign {
+		if _, err := admin(t).PutObject(ctx, b, k, bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := probe("pod-b")
+	if res := collectOnce(t, live); res.Deleted != 0 {
+		t.Fatalf("a pass over young ledger objects deleted %d: %+v", res.Deleted, res)
+	}
+	time.Sleep(abandoned + 1500*time.Millisecond) // server times of two PUTs differ by up to ~0.7 s
+	mustRun(t, live, "ledger_write")              // young: kept
+	res := collectOnce(t, live)
+	keys := objects(t, admin(t), b)
+	for _, k := range goneKeys {
+		if slices.Contains(keys, k) {
+			t.Errorf("ledger object %s older than abandoned_after kept", k)
+		}
+	}
+	if res.Deleted != len(goneKeys) {
+		t.Errorf("deleted %d objects, want the %d old ledger objects: %+v", res.Deleted, len(goneKeys), res)
+	}
+	if n := len(withPrefix(keys, "dbcanary/gcl/pod-b/ledger/")); n != 1 {
+		t.Errorf("live ledger objects left: %d, want 1", n)
+	}
+	for _, k := range foreign {
+		if !slices.Contains(keys, k) {
+			t.Errorf("foreign key %s deleted", k)
+		}
+	}
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
+	}
+	removeAll(t, admin(t), b)
+}

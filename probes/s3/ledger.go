@@ -25,12 +25,30 @@ const (
 )
 
 // ledgerLimit is the longest ledger age the store keeps an object: the
-// lifecycle rule expires everything under the prefix after lifecycleDays.
+// collector deletes ledger objects older than abandoned_after (those of an
+// instance id that changed at a rollout would stay forever otherwise), less
+// an hour for clock skew; the lifecycle rule, where set, expires everything
+// under the prefix after lifecycleDays.
 func (c *Config) ledgerLimit() (time.Duration, string) {
-	if !c.LifecycleExpiry {
-		return 0, ""
+	limit := c.AbandonedAfter - time.Hour
+	why := fmt.Sprintf("the collector deletes ledger objects older than abandoned_after (%s), and an hour is kept for clock skew", fmtHours(c.AbandonedAfter))
+	if c.LifecycleExpiry && lifecycleDays*24*time.Hour < limit {
+		limit = lifecycleDays * 24 * time.Hour
+		why = fmt.Sprintf("the lifecycle rule (lifecycle_expiry) deletes canary objects after %d day", lifecycleDays)
 	}
-	return lifecycleDays * 24 * time.Hour, fmt.Sprintf("the lifecycle rule (lifecycle_expiry) deletes canary objects after %d day", lifecycleDays)
+	return limit, why
+}
+
+// ledgerForgetAfter is the age past which an entry is forgotten unchecked
+// (dbcanary was down past its last check): the collector or the lifecycle
+// rule may have deleted its object by design. It leaves the last check
+// (at most ledgerLimit) half an hour to run.
+func (c *Config) ledgerForgetAfter() time.Duration {
+	limit := c.AbandonedAfter
+	if c.LifecycleExpiry {
+		limit = min(limit, lifecycleDays*24*time.Hour)
+	}
+	return limit - 30*time.Minute
 }
 
 func (p *Probe) openLedger(t probes.Target) {
@@ -68,6 +86,10 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 // ledgerCheck reads back, byte for byte, the ledger's objects that reached a check age.
 func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	out.Sent = time.Now()
+	after := p.cfg.ledgerForgetAfter()
+	if n, err := p.ledger.Forget(time.Now().Add(-after)); n > 0 {
+		p.logger.Info("durability ledger: forgot entries older than the collector and lifecycle rule leave objects (dbcanary was down past their check)", "entries", n, "older_than", after, "err", err)
+	}
 	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
 		body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, d.Key, minio.GetObjectOptions{})
 		if err != nil {

@@ -200,7 +200,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 		if got := ledgerCounts(t, target); got["missing"] != 0 || got["corrupted"] != 0 {
 			t.Fatalf("file %s: checks %v", damage, got)
 		}
-		fmt.Printf("S3 ledger, dbcanary restarted with the ledger file %s: 0 false losses (3 orphaned ledger objects are left to the lifecycle rule)\n", damage)
+		fmt.Printf("S3 ledger, dbcanary restarted with the ledger file %s: 0 false losses (3 orphaned ledger objects are left to the collector and the lifecycle rule)\n", damage)
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
