@@ -22,7 +22,7 @@ var s3Sizes = []string{"4KiB", "128KiB", "1MiB", "8MiB"}
 // Backends lists every backend dbcanary probes (noop, the engine-overhead probe, has no board).
 var Backends = []Backend{
 	{Name: "cassandra", Title: "Cassandra", Ops: ops("insert", "read", "read_miss", "update", "ledger_write", "ledger_check")},
-	{Name: "opensearch", Title: "OpenSearch", Ops: ops("index", "bulk", "search_default", "search_term", "search_phrase", "get", "visibility")},
+	{Name: "opensearch", Title: "OpenSearch", Ops: ops("index", "bulk", "search_default", "search_term", "search_phrase", "get", "visibility", "ledger_write", "ledger_check")},
 	{Name: "rabbitmq", Title: "RabbitMQ", Ops: ops("publish", "consume", "ledger_write", "ledger_check")},
 	{Name: "s3", Title: "S3", Ops: s3Ops()},
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// PollInterval is how often the visibility op searches for its document
 	// (the resolution of the measured lag).
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// Ledger configures the durability ledger (ledger.go); its ages are
+	// bounded by retention.
+	Ledger ledger.Config `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
@@ -141,6 +145,7 @@ func (c *Config) Validate() []error {
 	if c.Retention < 24*time.Hour {
 		errs = append(errs, probes.Invalid("retention", "must be at least 24h (indices are daily), got %s", c.Retention))
 	}
+	errs = append(errs, c.Ledger.Validate(c.ledgerLimit())...)
 	if c.BulkSize < 1 || c.BulkSize > 1000 {
 		errs = append(errs, probes.Invalid("bulk_size", "must be between 1 and 1000, got %d", c.BulkSize))
 	}
@@ -158,7 +163,7 @@ func (c *Config) Validate() []error {
 
 // Ops implements probes.Config.
 func (c *Config) Ops() []probes.OpSpec {
-	return []probes.OpSpec{
+	return append([]probes.OpSpec{
 		{Name: OpIndex, DefaultRate: 1, Help: "index one generated document into today's canary index"},
 		{Name: OpBulk, DefaultRate: 0.2, Help: "bulk-index bulk_size documents (index-append); any item error fails the op"},
 		{Name: OpSearchAll, DefaultRate: 0.5, Help: "match_all filtered to this instance's reference set; hits must be exactly the reference documents"},
@@ -167,7 +172,7 @@ func (c *Config) Ops() []probes.OpSpec {
 		{Name: OpGet, DefaultRate: 1, Help: "get a document this instance indexed by id and compare every field"},
 		{Name: OpVisibility, DefaultRate: 0.2, Phases: []string{PhaseIndexed, PhaseVisible},
 			Help: "index a document, then search until it is found: the index-to-searchable (refresh) lag, bounded by visibility_timeout"},
-	}
+	}, ledger.Specs()...)
 }
 
 // redactURLError drops the URL (which may hold credentials) from a parse error.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -52,6 +53,8 @@ type Probe struct {
 	recreated atomic.Int64 // indices found deleted behind our back and recreated
 	seq       atomic.Uint64
 	turn      atomic.Uint64 // round-robin over topics, phrases and documents to get
+
+	ledger *ledger.Ledger
 
 	recentMu sync.Mutex
 	recent   [64]stored // documents this process indexed, for the get op
@@ -97,6 +100,7 @@ func New(t probes.Target) (*Probe, error) {
 		return nil, fmt.Errorf("opensearch client: %w", err)
 	}
 	p.client = client
+	p.openLedger(t)
 	return p, nil
 }
 
@@ -143,6 +147,10 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 		return p.get(ctx, index, out)
 	case OpVisibility:
 		return p.visibility(ctx, index, out)
+	case ledger.OpWrite:
+		return p.ledgerWrite(ctx, index, out)
+	case ledger.OpCheck:
+		return p.ledgerCheck(ctx, out)
 	}
 	return probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: unknown op %q", p.target, op))
 }
@@ -154,12 +162,13 @@ func (p *Probe) Close() error {
 	if p.ephemeral {
 		err = p.deleteOwnDocuments()
 	}
-	return errors.Join(err, p.client.Close())
+	return errors.Join(err, p.ledger.Close(), p.client.Close())
 }
 
 // deleteOwnDocuments deletes, by id, this run's reference sets and the
 // documents the write ops added (the last 64, which is all of a one-shot
-// run's); anything older goes with its daily index after retention.
+// run's, and the ledger's); anything older goes with its daily index after
+// retention.
 func (p *Probe) deleteOwnDocuments() error {
 	p.mu.Lock()
 	indices := slices.Sorted(maps.Keys(p.ensured))
@@ -178,6 +187,9 @@ func (p *Probe) deleteOwnDocuments() error {
 		for _, id := range p.refIDs {
 			del(index, id)
 		}
+	}
+	for _, e := range p.ledger.Entries() { // the durability ledger's documents still to check
+		del(e.Where, e.Key)
 	}
 	p.recentMu.Lock()
 	for _, s := range p.recent[:min(p.nrecent, len(p.recent))] {

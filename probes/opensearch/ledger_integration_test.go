@@ -1,0 +1,148 @@
+//go:build integration
+
+package opensearch
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
+)
+
+// ledgerCounts reads dbcanary_ledger_checks_total of one target, by result.
+func ledgerCounts(t *testing.T, target string) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ledger.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "dbcanary_ledger_checks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "target" && lp.GetValue() == target {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "result" {
+							out[l.GetValue()] += m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// put sends a PUT with a JSON body to the private node.
+func (n *privateNode) put(t *testing.T, path, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, n.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: %d %s", path, resp.StatusCode, b)
+	}
+}
+
+// kill9 kills the node's JVM with SIGKILL and waits until it is gone.
+func (n *privateNode) kill9(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.dir, "opensearch", "opensearch.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitFor(t, 30*time.Second, "the killed node to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// TestLedgerTranslogKill9 is issue 12's OpenSearch proof, on a node of its
+// own: documents the index API acknowledged into an index with
+// index.translog.durability: async and a 120s sync interval (set by an index
+// template on that target's prefix) are gone after kill -9 and restart, and
+// the ledger reports them missing; with the default durability request (the
+// translog fsynced before each acknowledgement) none is.
+func TestLedgerTranslogKill9(t *testing.T) {
+	n := startPrivateNode(t)
+	n.put(t, "/_index_template/dbcanary-ledger-async", `{"index_patterns": ["dbcanary-ledger-async-*"], "priority": 500,
+		"template": {"settings": {"index.translog.durability": "async", "index.translog.sync_interval": "120s"}}}`)
+	const writes = 20
+	probe := func(target string) *Probe {
+		return newProbe(t, target, "it-ledger", func(c *Config) {
+			c.Addresses = []string{n.url}
+			c.Ledger.Ages = []time.Duration{10 * time.Second}
+		})
+	}
+	async, request := probe("ledger-async"), probe("ledger-request")
+	for _, p := range []*Probe{async, request} {
+		for range writes {
+			if _, err := run(t, p, ledger.OpWrite); err != nil {
+				t.Fatalf("%s ledger_write: %v", p.target, err)
+			}
+		}
+	}
+	n.kill9(t)
+	start := time.Now()
+	if out, err := n.script("start"); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	t.Logf("node killed with SIGKILL and started again in %s", time.Since(start).Round(time.Millisecond))
+	deadline := time.Now().Add(90 * time.Second)
+	for _, p := range []*Probe{async, request} {
+		for len(p.Ledger().Entries()) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: ledger still holds %d entries", p.target, len(p.Ledger().Entries()))
+			}
+			if _, err := run(t, p, ledger.OpCheck); err != nil {
+				if probes.CauseOf(err).DataCause() {
+					t.Logf("%s ledger_check: %.300s", p.target, err)
+				} else {
+					t.Logf("%s ledger_check (retried): %.300s", p.target, err)
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	got := ledgerCounts(t, "ledger-async")
+	fmt.Printf("OpenSearch ledger, index.translog.durability: async (sync_interval 120s), %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v\n",
+		writes, got["missing"], got["intact"], got["corrupted"])
+	if got["missing"] == 0 || got["missing"]+got["intact"] != writes || got["corrupted"] != 0 {
+		t.Errorf("async: checks %v, want acknowledged documents missing after kill -9", got)
+	}
+	got = ledgerCounts(t, "ledger-request")
+	fmt.Printf("OpenSearch ledger, index.translog.durability: request, %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v\n",
+		writes, got["missing"], got["intact"], got["corrupted"])
+	if got["missing"] != 0 || got["intact"] != writes || got["corrupted"] != 0 {
+		t.Errorf("request: checks %v, want all %d intact", got, writes)
+	}
+}
