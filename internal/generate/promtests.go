@@ -12,9 +12,13 @@ import (
 
 // PromTestFile is a `promtool test rules` file.
 type PromTestFile struct {
-	RuleFiles          []string    `yaml:"rule_files"`
-	EvaluationInterval string      `yaml:"evaluation_interval"`
-	Tests              []TestGroup `yaml:"tests"`
+	RuleFiles          []string `yaml:"rule_files"`
+	EvaluationInterval string   `yaml:"evaluation_interval"`
+	// GroupEvalOrder makes promtool evaluate the recording rules before the
+	// alerts that read them at every step; without it the order is not fixed
+	// and an alert may see the previous step's recording.
+	GroupEvalOrder []string    `yaml:"group_eval_order"`
+	Tests          []TestGroup `yaml:"tests"`
 }
 
 // TestGroup is one promtool test: input series and expected alerts.
@@ -202,6 +206,12 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 		{sel("dbcanary_op_failures_total", merge(op, "cause", "refused")), "0x5 10x30"},
 		{sel("dbcanary_op_expected_rate", op), "1x35"},
 	}, []AlertTest{none("7m", AlertErrorBudgetBurn), none("9m", AlertErrorBudgetBurn)})
+	// Corrupted reads page as data integrity, not also as an availability burn.
+	group("error budget: data failures are not unavailability", []Series{
+		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+54x100"},
+		{sel("dbcanary_op_failures_total", merge(op, "cause", "mismatch")), "0+6x100"},
+		{sel("dbcanary_op_expected_rate", op), "1x100"},
+	}, []AlertTest{none("70m", AlertErrorBudgetBurn)})
 	// A hard outage pages as DbcanaryTargetDown, not also as a burn.
 	group("error budget: an outage that paged as down", []Series{
 		{sel("dbcanary_op_latency_seconds_count", merge(op, "result", "ok")), "0+60x5 300x30"},
@@ -339,11 +349,26 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 			one = append(one, Series{sel(metric, merge(sl, "le", leString(le))), vals})
 		}
 		group(name+": one slow sample", one, []AlertTest{none("7m", AlertLatencyAboveBaseline), none("9m", AlertLatencyAboveBaseline)})
+		// A 2-minute burst of slow samples (an outage's timeouts) that the 5m
+		// window remembers for 5 minutes: not slowness that lasts the for:.
+		var burst []Series
+		for _, le := range append(les, math.Inf(1)) {
+			vals := "0+12x30"
+			if le < nc {
+				vals = "0+12x5 60x2 84+12x23"
+			}
+			burst = append(burst, Series{sel(metric, merge(sl, "le", leString(le))), vals})
+		}
+		group(name+": a 2-minute burst", burst, []AlertTest{none("8m", AlertLatencyAboveBaseline), none("10m", AlertLatencyAboveBaseline), none("12m", AlertLatencyAboveBaseline)})
 		// Unreachable: pages as down, not also as slow.
 		group(name+": target down", append(bucketSeries(nc), Series{sel("dbcanary_target_up", map[string]string{"target": l["target"], "backend": l["backend"]}), "0x20"}),
 			[]AlertTest{none("15m", AlertLatencyAboveBaseline)})
 	}
-	return &PromTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: "1m", Tests: tests}, nil
+	var groups []string
+	for _, g := range rules.Groups {
+		groups = append(groups, g.Name)
+	}
+	return &PromTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: "1m", GroupEvalOrder: groups, Tests: tests}, nil
 }
 
 func uniq(v ...float64) []float64 {

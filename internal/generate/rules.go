@@ -130,6 +130,11 @@ var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigRel
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
 	AlertLatencyAboveBaseline}
 
+// notAvailability are the causes the availability budget leaves out: the
+// store answered (data causes page on their own; stale is allowed by the
+// configured consistency).
+const notAvailability = "mismatch|not_found|lost|stale"
+
 // Quantiles recorded per target and op.
 var Quantiles = []float64{0.5, 0.9, 0.99}
 
@@ -186,6 +191,9 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 		return fmt.Sprintf(`sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])) / (sum by (%[1]s) (rate(dbcanary_op_latency_seconds_count{result="ok"}[%[2]s])) + sum by (%[1]s) (rate(dbcanary_op_failures_total[%[2]s])))`, by, w)
 	}
 	add(&rec, Rule{Record: RecOpErrorRatio, Expr: ratio("target, backend, op", w5)})
+	// The budget is the availability SLO's: a read that found other bytes,
+	// a lost message or a stale read happened while the store answered, and
+	// pages as DataIntegrity/DurabilityLoss instead.
 	// Error-budget windows divide failures by the attempts the config
 	// expects over the whole window (dbcanary_op_expected_rate), not by the
 	// attempts seen: a daemon started 5 minutes ago does not turn 10 s of
@@ -194,8 +202,8 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	for _, w := range burnWindows {
 		ws := opt.dur(w)
 		add(&rec, Rule{Record: RecTargetErrorRatio + windowName(w), Expr: fmt.Sprintf(
-			`sum by (target, backend) (increase(dbcanary_op_failures_total[%[1]s])) / (sum by (target, backend) (avg_over_time(dbcanary_op_expected_rate[%[1]s])) * %[2]s)`,
-			ws, secs(opt, w))})
+			`sum by (target, backend) (increase(dbcanary_op_failures_total{cause!~"%[3]s"}[%[1]s])) / (sum by (target, backend) (avg_over_time(dbcanary_op_expected_rate[%[1]s])) * %[2]s)`,
+			ws, secs(opt, w), notAvailability)})
 	}
 
 	// Baselines as series, so boards can draw and divide by them.
@@ -293,8 +301,9 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 
 // latencyRule compares one recorded quantile with one threshold. The
 // threshold sits on a bucket bound, so the samples above it in the window are
-// counted exactly: at least minSlow are required, and an unreachable target
-// (which pages as down) does not page as slow too.
+// counted exactly: at least minSlow are required, one of them in the last
+// minute, and an unreachable target (which pages as down) does not page as
+// slow too.
 func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	w5 := opt.dur(5 * time.Minute)
 	tm := t.targetMatcher()
@@ -306,8 +315,10 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 		hist, hsel = "dbcanary_op_phase_seconds_bucket", hsel+fmt.Sprintf(`,phase="%s"`, t.Phase)
 		what = t.Op + " " + t.Phase
 	}
-	slow := fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,le="%[3]s"}[%[4]s]))`,
-		hist, hsel, leString(t.Bound), w5)
+	slowIn := func(w string) string {
+		return fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,le="%[3]s"}[%[4]s]))`,
+			hist, hsel, leString(t.Bound), w)
+	}
 	forDur := 10 * time.Minute
 	if t.Severity == "critical" {
 		forDur = 5 * time.Minute
@@ -320,7 +331,11 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	}
 	return Rule{
 		Alert:  AlertLatencyAboveBaseline,
-		Expr:   fmt.Sprintf("%s > %s and on (target, backend, op) (%s) >= %d unless on (target, backend) dbcanary_target_up == 0", sel, qs(t.Bound), slow, minSlow),
+		// ...and still slow in the last minute: a burst ends the pending
+		// state within a minute of its end, so only slowness that lasts the
+		// whole for: pages, not a burst the 5m window remembers.
+		Expr: fmt.Sprintf("%s > %s and on (target, backend, op) (%s) >= %d and on (target, backend, op) (%s) > 0 unless on (target, backend) dbcanary_target_up == 0",
+			sel, qs(t.Bound), slowIn(w5), minSlow, slowIn(opt.dur(time.Minute))),
 		For:    opt.forOf(AlertLatencyAboveBaseline, t.Severity, forDur),
 		Labels: labels,
 		Annotations: map[string]string{
