@@ -143,6 +143,7 @@ func (r *Recorder) Build(c Conditions, opt Options) (*baseline.File, []string, e
 		return strings.Compare(a.target+"\x00"+a.op, b.target+"\x00"+b.op)
 	})
 	rates := rateTable(c.Config)
+	ids := map[string]bool{}
 	for _, k := range keys {
 		o := r.ops[k]
 		n := o.ok + o.bad
@@ -150,9 +151,9 @@ func (r *Recorder) Build(c Conditions, opt Options) (*baseline.File, []string, e
 		if o.bad > 0 {
 			warnings = append(warnings, fmt.Sprintf("%s %s: %d of %d ops failed (%s): calibrate on a healthy store, or these figures include the failures", k.target, k.op, o.bad, n, strings.TrimPrefix(causeList(o.causes), ": ")))
 		}
-		b.Figures = append(b.Figures, figures(k, "", o.latency, cond, &warnings)...)
+		b.Figures = append(b.Figures, figures(k, "", o.latency, cond, ids, &warnings)...)
 		for _, ph := range slices.Sorted(maps.Keys(o.phases)) {
-			b.Figures = append(b.Figures, figures(k, ph, o.phases[ph], cond, &warnings)...)
+			b.Figures = append(b.Figures, figures(k, ph, o.phases[ph], cond, ids, &warnings)...)
 		}
 	}
 	if len(b.Figures) == 0 {
@@ -170,7 +171,7 @@ func (r *Recorder) Build(c Conditions, opt Options) (*baseline.File, []string, e
 
 // figures are one histogram's p50, p90 (reference) and p99 (alert when the
 // generator knows the op and there are enough samples).
-func figures(k key, phase string, h *hist.Histogram, cond string, warnings *[]string) []baseline.Figure {
+func figures(k key, phase string, h *hist.Histogram, cond string, ids map[string]bool, warnings *[]string) []baseline.Figure {
 	n := h.Count()
 	if n == 0 {
 		return nil
@@ -192,6 +193,10 @@ func figures(k key, phase string, h *hist.Histogram, cond string, warnings *[]st
 	}
 	id := idUnsafe.ReplaceAllString(strings.ToLower(strings.Join([]string{k.target, k.op, phase}, "-")), "-")
 	id = strings.Trim(strings.ReplaceAll(id, "--", "-"), "-")
+	for base, n := id, 2; ids[id]; n++ { // targets a.b and a-b read alike
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	ids[id] = true
 	var out []baseline.Figure
 	for _, s := range []struct {
 		stat string

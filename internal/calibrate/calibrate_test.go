@@ -128,3 +128,17 @@ func TestFastOpGetsTwoThresholds(t *testing.T) {
 		t.Fatalf("thresholds %+v, %v", th, err)
 	}
 }
+
+// Target names that read alike as figure ids get ids of their own.
+func TestFigureIDsUnique(t *testing.T) {
+	cfg, err := config.Parse([]byte("targets:\n  - {name: a.b, backend: noop}\n  - {name: a-b, backend: noop}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(cfg)
+	record(r, "a.b", "noop", 10, func(int) time.Duration { return time.Millisecond })
+	record(r, "a-b", "noop", 10, func(int) time.Duration { return time.Millisecond })
+	if _, _, err := r.Build(Conditions{Config: cfg, Duration: time.Minute}, Options{Warning: 2, Critical: 5}); err != nil {
+		t.Fatal(err)
+	}
+}
