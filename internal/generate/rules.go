@@ -330,7 +330,7 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 		labels["phase"] = t.Phase
 	}
 	return Rule{
-		Alert:  AlertLatencyAboveBaseline,
+		Alert: AlertLatencyAboveBaseline,
 		// ...and still slow in the last minute: a burst ends the pending
 		// state within a minute of its end, so only slowness that lasts the
 		// whole for: pages, not a burst the 5m window remembers.
