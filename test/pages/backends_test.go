@@ -113,6 +113,13 @@ func cleanupServers(t *testing.T) {
 	defer cancel()
 	base := envs["opensearch"]["DBCANARY_TEST_OPENSEARCH_URL"]
 	_, _, _ = request(ctx, http.MethodDelete, base+"/_index_template/"+osConflictTemplate, "")
+	// The suite's canary indices (documents of earlier runs carry the same
+	// instance id and would hide this run's from the data fault).
+	var idx []string
+	for _, role := range []string{roleRef, roleLat, roleCred, roleSetup, roleData} {
+		idx = append(idx, "dbcanary-"+targetName("opensearch", role)+"-*")
+	}
+	_, _, _ = request(ctx, http.MethodDelete, base+"/"+strings.Join(idx, ","), "")
 	_, _ = rabbitmqctl("delete_user", mqNoConfUser)
 	if s, err := cassandraAdmin(t); err == nil {
 		_ = s.Query(`DROP ROLE IF EXISTS ` + casNoGrantRole).ExecContext(ctx)

@@ -56,6 +56,7 @@ func (s *suite) latency(ctx context.Context, backend string, tg *target, added t
 		f.fail("toxiproxy: %v", err)
 	}
 	f.reverted = time.Now()
+	s.diagnose(ctx, f)
 }
 
 // credentials reloads the target with a wrong password (secret key for S3).
@@ -82,6 +83,7 @@ func (s *suite) credentials(ctx context.Context, backend string, tg *target, add
 		f.fail("reload back: %v", err)
 	}
 	f.reverted = time.Now()
+	s.diagnose(ctx, f)
 }
 
 // setupError makes the target's namespace unusable for setup reasons.
@@ -110,6 +112,7 @@ func (s *suite) setupError(ctx context.Context, backend string, tg *target, adde
 		f.fail("reload back: %v", err)
 	}
 	f.reverted = time.Now()
+	s.diagnose(ctx, f)
 }
 
 // dataAltered changes the canary's data behind its back.
@@ -128,6 +131,7 @@ func (s *suite) dataAltered(ctx context.Context, backend string, tg *target, add
 		s.waitPage(f)
 	}
 	f.reverted = time.Now()
+	s.diagnose(ctx, f)
 }
 
 // owner is the fault an alert of these labels, starting at `at`, belongs
@@ -259,6 +263,9 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 			}
 			if e.severity() == "critical" && !isExpected {
 				o := alertString(e.Labels) + " " + fmtRel(e.Fired.Sub(f.start))
+				if !e.Active.IsZero() && e.Active.Before(f.start) {
+					o += " (condition true since " + fmtRel(e.Active.Sub(f.start)) + ")"
+				}
 				if e.SeenAM && !e.Unsuppressed {
 					o += " (inhibited)"
 				}
@@ -411,4 +418,39 @@ func firedSummary(eps []episode, start time.Time) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, "; ")
+}
+
+// diagnose records what the target's metrics did during the fault: failures
+// by cause and how dbcanary_target_up / _misconfigured moved.
+func (s *suite) diagnose(ctx context.Context, f *fault) {
+	end := f.reverted
+	if end.IsZero() {
+		end = time.Now()
+	}
+	secs := int(end.Sub(f.start).Seconds()) + 2
+	at := fmt.Sprintf("&time=%d", end.Unix())
+	sel := fmt.Sprintf(`{target=%q}`, f.key)
+	var parts []string
+	if r, err := queryAt(ctx, s.m.promURL, fmt.Sprintf(`sum by (cause) (increase(dbcanary_op_failures_total%s[%ds])) > 0.5`, sel, secs), at); err == nil {
+		sort.Slice(r, func(i, j int) bool { return r[i].Metric["cause"] < r[j].Metric["cause"] })
+		var c []string
+		for _, x := range r {
+			c = append(c, fmt.Sprintf("%s %.0f", x.Metric["cause"], x.val()))
+		}
+		if len(c) > 0 {
+			parts = append(parts, "failures: "+strings.Join(c, ", "))
+		}
+	}
+	for _, q := range []struct{ label, expr string }{
+		{"target_up changes", fmt.Sprintf(`changes(dbcanary_target_up%s[%ds])`, sel, secs)},
+		{"target_up min", fmt.Sprintf(`min_over_time(dbcanary_target_up%s[%ds])`, sel, secs)},
+		{"misconfigured max", fmt.Sprintf(`max_over_time(dbcanary_target_misconfigured%s[%ds])`, sel, secs)},
+	} {
+		if r, err := queryAt(ctx, s.m.promURL, q.expr, at); err == nil && len(r) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", q.label, r[0].val()))
+		}
+	}
+	if len(parts) > 0 {
+		f.notes = append(f.notes, "during the fault: "+strings.Join(parts, ", "))
+	}
 }

@@ -220,6 +220,7 @@ func labelKey(l map[string]string) string {
 // Prometheus reported it, and what Alertmanager did with it.
 type episode struct {
 	Labels map[string]string
+	Active time.Time // when its condition became true (Prometheus activeAt)
 	Fired  time.Time // first poll that saw it firing
 	Ended  time.Time // first poll that no longer saw it (zero while firing)
 	// SeenAM: Alertmanager had it; Unsuppressed: Alertmanager showed it
@@ -269,8 +270,9 @@ func (r *recorder) poll(ctx context.Context) {
 	var pr struct {
 		Data struct {
 			Alerts []struct {
-				Labels map[string]string `json:"labels"`
-				State  string            `json:"state"`
+				Labels   map[string]string `json:"labels"`
+				State    string            `json:"state"`
+				ActiveAt time.Time         `json:"activeAt"`
 			} `json:"alerts"`
 		} `json:"data"`
 	}
@@ -304,7 +306,7 @@ func (r *recorder) poll(ctx context.Context) {
 		k := labelKey(a.Labels)
 		seen[k] = true
 		if r.open[k] == nil {
-			e := &episode{Labels: a.Labels, Fired: now}
+			e := &episode{Labels: a.Labels, Active: a.ActiveAt, Fired: now}
 			r.open[k] = e
 			r.all = append(r.all, e)
 			r.logf("+%s firing: %s", now.Sub(r.start).Round(time.Second), alertString(a.Labels))

@@ -138,10 +138,23 @@ func getJSON(ctx context.Context, u string, v any) error {
 // promSample is one instant-vector element.
 type promSample struct {
 	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+func (s promSample) val() float64 {
+	str, _ := s.Value[1].(string)
+	var f float64
+	_, _ = fmt.Sscan(str, &f)
+	return f
 }
 
 // query runs an instant query on Prometheus.
 func query(ctx context.Context, promURL, expr string) ([]promSample, error) {
+	return queryAt(ctx, promURL, expr, "")
+}
+
+// queryAt runs an instant query with extra URL parameters (e.g. "&time=...").
+func queryAt(ctx context.Context, promURL, expr, params string) ([]promSample, error) {
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -149,7 +162,7 @@ func query(ctx context.Context, promURL, expr string) ([]promSample, error) {
 			Result []promSample `json:"result"`
 		} `json:"data"`
 	}
-	if err := getJSON(ctx, promURL+"/api/v1/query?query="+url.QueryEscape(expr), &r); err != nil {
+	if err := getJSON(ctx, promURL+"/api/v1/query?query="+url.QueryEscape(expr)+params, &r); err != nil {
 		return nil, err
 	}
 	if r.Status != "success" {
