@@ -75,12 +75,15 @@ targets:
     ops:
       publish: {rate: 5}
       consume: {}
+      ledger_write: {rate: 1}
+      ledger_check: {rate: 1}
     rabbitmq:
       url: amqp://%s/
       username: %s
       password_file: %s
       connect_timeout: 2s
       heartbeat: 2s
+      ledger: {ages: [10s]}
   - name: cas-e2e
     backend: cassandra
     timeout: 10s
