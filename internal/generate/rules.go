@@ -302,8 +302,8 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 // latencyRule compares one recorded quantile with one threshold. The
 // threshold sits on a bucket bound, so the samples above it in the window are
 // counted exactly: at least minSlow are required, one of them in the last
-// minute, and an unreachable target (which pages as down) does not page as
-// slow too.
+// minute, and a target that paged as down or misconfigured in the window does
+// not page as slow too.
 func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	w5 := opt.dur(5 * time.Minute)
 	tm := t.targetMatcher()
@@ -334,8 +334,11 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 		// ...and still slow in the last minute: a burst ends the pending
 		// state within a minute of its end, so only slowness that lasts the
 		// whole for: pages, not a burst the 5m window remembers.
-		Expr: fmt.Sprintf("%s > %s and on (target, backend, op) (%s) >= %d and on (target, backend, op) (%s) > 0 unless on (target, backend) dbcanary_target_up == 0",
-			sel, qs(t.Bound), slowIn(w5), minSlow, slowIn(opt.dur(time.Minute))),
+		// An outage that paged as down or misconfigured does not page again
+		// as slow (its timed-out ops are slow samples); one timeout that makes
+		// target_up blink does not reset a real latency alert either.
+		Expr: fmt.Sprintf(`%s > %s and on (target, backend, op) (%s) >= %d and on (target, backend, op) (%s) > 0 unless on (target, backend) max_over_time(ALERTS{alertname=~"%s|%s",alertstate="firing"}[%s])`,
+			sel, qs(t.Bound), slowIn(w5), minSlow, slowIn(opt.dur(time.Minute)), AlertTargetDown, AlertTargetMisconfigured, w5),
 		For:    opt.forOf(AlertLatencyAboveBaseline, t.Severity, forDur),
 		Labels: labels,
 		Annotations: map[string]string{
