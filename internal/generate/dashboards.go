@@ -285,6 +285,20 @@ func backendBoard(d *boardData, be Backend) grafana.Dashboard {
 			query{m(RecLatencyQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name)), "{{target}} p{{quantile}}"}))
 	}
 
+	if be.hasOp("ledger_check", "") {
+		bd.row("Durability ledger (acknowledged writes re-read at ages)")
+		bd.add(stat("Acknowledged writes missing or corrupted (24h)",
+			"Ledger checks that found an acknowledged write gone or changed over the last day; DbcanaryDurabilityLoss pages on the first one. See docs/ledger.md.", "none",
+			steps("green", 0.0, "red", 1.0),
+			query{fmt.Sprintf(`sum by (target) (increase(%s[24h]))`, m("dbcanary_ledger_checks_total", be.Name, `result=~"missing|corrupted"`)), "{{target}}"}))
+		bd.add(timeseries("Ledger checks by age and result", "Checks per age (1m, 10m, 1h, ...) and result (intact, missing, corrupted) over the last hour.", "none", steps(),
+			query{fmt.Sprintf(`sum by (target, age, result) (increase(%s[1h]))`, m("dbcanary_ledger_checks_total", be.Name)), "{{target}} {{age}} {{result}}"}))
+		bd.add(timeseries("Ledger entries held", "Acknowledged writes the ledger holds for re-reading (bounded by ledger.max_entries).", "none", steps(),
+			query{m("dbcanary_ledger_entries", be.Name), "{{target}}"}))
+		bd.add(timeseries("Oldest ledger entry", "Age of the oldest acknowledged write still to be re-read: how far back the ledger reaches.", "s", steps(),
+			query{m("dbcanary_ledger_oldest_entry_age_seconds", be.Name), "{{target}}"}))
+	}
+
 	bd.row("Throughput")
 	bd.add(timeseries("Ops per second", "By op and result over 5m.", "ops", steps(), query{m(RecOpsRate, be.Name), "{{target}} {{op}} {{result}}"}))
 	bd.add(timeseries("Payload bytes per second", "Sent and received payload bytes over 5m.", "Bps", steps(), query{m(RecBytesRate, be.Name), "{{target}} {{op}} {{direction}}"}))
