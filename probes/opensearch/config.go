@@ -145,7 +145,9 @@ func (c *Config) Validate() []error {
 	if c.Retention < 24*time.Hour {
 		errs = append(errs, probes.Invalid("retention", "must be at least 24h (indices are daily), got %s", c.Retention))
 	}
-	errs = append(errs, c.Ledger.Validate(c.ledgerLimit())...)
+	if c.Retention >= 24*time.Hour { // an invalid retention is reported once, above
+		errs = append(errs, c.Ledger.Validate(c.ledgerLimit())...)
+	}
 	if c.BulkSize < 1 || c.BulkSize > 1000 {
 		errs = append(errs, probes.Invalid("bulk_size", "must be between 1 and 1000, got %d", c.BulkSize))
 	}

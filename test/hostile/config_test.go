@@ -108,7 +108,7 @@ var badConfigs = []badConfig{
 	{"cassandra/consistency", target("cassandra", cassBase+"consistency: {update: QUORUM, read: SERIAL, insert: MOST}"), []string{
 		"targets[0].cassandra.consistency.insert: \"MOST\" is not a consistency level (ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE)",
 		"targets[0].cassandra.consistency.read: SERIAL is only for lightweight transactions",
-		"targets[0].cassandra.consistency.update: unknown op for profile mixed_workload (ops: insert, read, read_miss)",
+		"targets[0].cassandra.consistency.update: unknown op for profile mixed_workload (ops: insert, read, read_miss, ledger_write, ledger_check)",
 	}},
 	{"cassandra/mixed sizes", target("cassandra", cassBase+"mixed_workload: {a_size: {min: 10, max: 1}, b_size: {min: 1, max: 20000000}, recent_keys: 0}"), []string{
 		"targets[0].cassandra.mixed_workload.a_size: need 1 <= min <= max <= 16777216 bytes, got min 10 max 1",
