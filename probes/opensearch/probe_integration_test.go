@@ -336,10 +336,18 @@ search_term: {rate: 5}`)
 	if status != 200 || !strings.Contains(string(b), `"dynamic":"strict"`) {
 		t.Fatalf("the recreated index does not have the canary mapping: %d %s", status, b)
 	}
-	for _, c := range []probes.Cause{probes.CauseMismatch, probes.CauseServer, probes.CauseOther} {
+	for _, c := range []probes.Cause{probes.CauseMismatch, probes.CauseOther} {
 		if v := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": string(c)}); v != 0 {
 			t.Errorf("%v failures with cause %s", v, c)
 		}
+	}
+	// An op that reaches the node in the instant the index is deleted or
+	// recreated may get a shard failure: the canary reports what the client
+	// saw (server), once or twice, never a stream of them.
+	if v := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"cause": string(probes.CauseServer)}); v > 2 {
+		t.Errorf("%v failures with cause server around the deletion", v)
+	} else if v > 0 {
+		t.Logf("%v op(s) raced the deletion and got a server error", v)
 	}
 }
 
