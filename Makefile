@@ -25,7 +25,7 @@ INTEGRATION_TIMEOUT ?= 40m
 
 
 .PHONY: chart-rules lint-rules-boards
-.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages vulncheck
+.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
 
 all: build
 
@@ -47,6 +47,8 @@ lint: $(STATICCHECK)
 	$(GO) vet -tags integration ./...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags integration ./...
+	$(GO) vet -tags 'integration pages soakpages' ./test/pages/
+	$(STATICCHECK) -tags 'integration pages soakpages' ./test/pages/
 	@$(MAKE) --no-print-directory lint-rules-boards
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
@@ -72,7 +74,12 @@ soak:
 
 ## soak-pages: the page-quality stack healthy for $(SOAK_DURATION) with the shipped scrape interval, rules and for: values; prints the alerts that fired (goal 0; not in make test)
 soak-pages:
-	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags 'integration soakpages' -run '^TestSoakPages$$' -count=1 -v -timeout 0 ./test/pages/
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags 'integration pages soakpages' -run '^TestSoakPages$$' -count=1 -v -timeout 0 ./test/pages/
+
+## test-pages: the page-quality fault matrix (test/pages, ~14 min): every fault on every backend through the shipped rules, a real Prometheus and Alertmanager.
+## Not yet in make test: its last runs still fail on the cases listed in docs/page-quality.md.
+test-pages:
+	$(GO) test -tags 'integration pages' -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
 ## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
 vulncheck:

@@ -1,4 +1,4 @@
-//go:build integration
+//go:build integration && pages
 
 package pages
 
@@ -246,6 +246,8 @@ func (d *daemon) render() ([]byte, error) {
 	t := d.t
 	global := deepCopy(d.demoGlobal).(map[string]any)
 	global["instance_id"] = instanceID
+	// The demo's ledger state lives beside the demo; this daemon's is its own.
+	global["state_dir"] = filepath.Join(d.dir, "state")
 	var targets []any
 	for _, tg := range d.targets {
 		m := deepCopy(d.demoTargets[tg.backend]).(map[string]any)
