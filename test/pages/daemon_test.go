@@ -291,6 +291,9 @@ func (d *daemon) render() ([]byte, error) {
 			}
 		case "opensearch":
 			sec["addresses"] = []any{"http://" + tg.addr}
+			if tg.mode == modeSetup { // a new index the conflicting template applies to
+				sec["index_prefix"] = osSetupPrefix(tg)
+			}
 			if tg.role == roleCred {
 				sec["username"] = d.osUser
 				sec["password_file"] = pick(d.secrets["os-pages"], "bad")
