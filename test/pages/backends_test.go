@@ -122,6 +122,11 @@ func cleanupServers(t *testing.T) {
 	_, _ = rabbitmqctl("delete_user", mqNoConfUser)
 	if s, err := cassandraAdmin(t); err == nil {
 		_ = s.Query(`DROP ROLE IF EXISTS ` + casNoGrantRole).ExecContext(ctx)
+		// Every run starts, as on a fresh stack, with no keyspace of its own:
+		// the targets create them.
+		for _, role := range []string{roleRef, roleLat, roleCred, roleSetup, roleData} {
+			_ = s.Query(`DROP KEYSPACE IF EXISTS ` + cassandraKeyspace(&target{role: role})).ExecContext(ctx)
+		}
 		s.Close()
 	}
 }
