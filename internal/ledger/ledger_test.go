@@ -259,3 +259,25 @@ func TestForget(t *testing.T) {
 		t.Fatalf("reloaded entries: %d, want 2", n)
 	}
 }
+
+// TestCheckCounts: the figures the kill -9 proofs print come from the
+// counter, by result and by age and result, for one target only.
+func TestCheckCounts(t *testing.T) {
+	checks.WithLabelValues("cc-a", "s3", "1m", "missing").Add(2)
+	checks.WithLabelValues("cc-a", "s3", "10m", "missing").Add(1)
+	checks.WithLabelValues("cc-a", "s3", "1m", "intact").Add(5)
+	checks.WithLabelValues("cc-b", "s3", "1m", "missing").Add(7)
+	t.Cleanup(func() {
+		checks.DeletePartialMatch(prometheus.Labels{"target": "cc-a"})
+		checks.DeletePartialMatch(prometheus.Labels{"target": "cc-b"})
+	})
+	got, err := CheckCounts("cc-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"missing": 3, "intact": 5, "1m/missing": 2, "10m/missing": 1, "1m/intact": 5} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], want, got)
+		}
+	}
+}

@@ -100,3 +100,32 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest.Seconds(), l.target, l.backend)
 	}
 }
+
+// CheckCounts reads dbcanary_ledger_checks_total of one target from this
+// process, keyed by result ("missing") and by age and result ("10m/missing"),
+// for tests and bench reports that need the ledger's figures.
+func CheckCounts(target string) (map[string]float64, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "dbcanary_ledger_checks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["target"] == target {
+				out[l["result"]] += m.GetCounter().GetValue()
+				out[l["age"]+"/"+l["result"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
+}

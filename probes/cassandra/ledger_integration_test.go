@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
 	"github.com/dbcanary/dbcanary/internal/ledger"
@@ -21,31 +19,12 @@ import (
 	"github.com/dbcanary/dbcanary/probes/cassandra"
 )
 
-// ledgerCounts reads dbcanary_ledger_checks_total of one target, by result
-// and by age/result.
+// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(ledger.Collector())
-	mfs, err := reg.Gather()
+	out, err := ledger.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "dbcanary_ledger_checks_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			if l["target"] == target {
-				out[l["result"]] += m.GetCounter().GetValue()
-				out[l["age"]+"/"+l["result"]] += m.GetCounter().GetValue()
-			}
-		}
 	}
 	return out
 }

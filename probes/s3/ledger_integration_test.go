@@ -12,36 +12,17 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// ledgerCounts reads dbcanary_ledger_checks_total of one target, by result.
+// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(ledger.Collector())
-	mfs, err := reg.Gather()
+	out, err := ledger.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "dbcanary_ledger_checks_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			if l["target"] == target {
-				out[l["result"]] += m.GetCounter().GetValue()
-				out[l["age"]+"/"+l["result"]] += m.GetCounter().GetValue()
-			}
-		}
 	}
 	return out
 }
