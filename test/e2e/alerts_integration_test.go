@@ -174,10 +174,15 @@ scrape_configs:
 	}
 	resp.Body.Close()
 
-	waitFor(t, 60*time.Second, "dbcanary scraped and recording rules producing p99", func() (bool, string) {
+	// Every target's series reach the recording rules, not only the first
+	// target's: a Cassandra runner whose session connects a few seconds after
+	// the broker's has no recorded series yet when the boards are checked.
+	const targets = 5
+	waitFor(t, 90*time.Second, "dbcanary scraped and recording rules producing p99 and error ratios for every target", func() (bool, string) {
 		r := query(t, promURL, fmt.Sprintf(`%s{op="consume",quantile="0.99"}`, generate.RecLatencyQuantile))
 		up := query(t, promURL, `up{job="dbcanary"} == 1`)
-		return len(r) > 0 && len(up) > 0, fmt.Sprintf("p99 series %d, up %d", len(r), len(up))
+		rec := query(t, promURL, fmt.Sprintf(`count by (target) (%s)`, generate.RecOpErrorRatio))
+		return len(r) > 0 && len(up) > 0 && len(rec) == targets, fmt.Sprintf("p99 series %d, up %d, targets with recorded error ratios %d of %d", len(r), len(up), len(rec), targets)
 	})
 	t.Logf("healthy after %s", time.Since(t0).Round(time.Second))
 	if a := firing(t, amURL); len(a) > 0 {
