@@ -24,13 +24,10 @@ type Config struct {
 	Port int `yaml:"port"`
 	// LocalDC makes routing DC-aware: requests go to replicas in this data centre.
 	LocalDC string `yaml:"local_dc"`
-	// Username for PasswordAuthenticator; empty means no authentication.
-	Username     string           `yaml:"username"`
-	PasswordFile string           `yaml:"password_file"`
-	PasswordEnv  string           `yaml:"password_env"`
-	TLS          probes.TLSConfig `yaml:"tls"`
-	// ConnectTimeout bounds dialling, the TLS handshake and authentication.
-	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// ClientAuth: username (PasswordAuthenticator; empty means no
+	// authentication), password_file or password_env, tls, and
+	// connect_timeout, which bounds dialling, the TLS handshake and authentication.
+	probes.ClientAuth `yaml:",inline"`
 	// RequestTimeout is the driver's per-request timeout; the op timeout of
 	// the target (timeout:, ops.<op>.timeout) also bounds every op.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
@@ -108,7 +105,7 @@ const (
 // into an existing map, which would share it between targets.
 var DefaultConfig = Config{
 	Port:              9042,
-	ConnectTimeout:    5 * time.Second,
+	ClientAuth:        probes.ClientAuth{ConnectTimeout: 5 * time.Second},
 	RequestTimeout:    5 * time.Second,
 	ReconnectInterval: 2 * time.Second,
 	Keyspace:          "dbcanary",
@@ -127,6 +124,9 @@ var (
 	keyspaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
 	dcRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 )
+
+// authRules: a username needs a password and a password a username.
+var authRules = probes.AuthRules{NoUsername: "missing: password_file or password_env is set but no username", ShowTimeout: true}
 
 // maxTTL is Cassandra's limit for a TTL (20 years).
 const maxTTL = 630720000 * time.Second
@@ -148,17 +148,11 @@ func (c *Config) Validate() []error {
 	if c.LocalDC != "" && !dcRE.MatchString(c.LocalDC) {
 		errs = append(errs, probes.Invalid("local_dc", "%q is not a data centre name", c.LocalDC))
 	}
-	secret := probes.SecretRef{File: c.PasswordFile, Env: c.PasswordEnv}
-	if c.Username != "" {
-		errs = append(errs, secret.Validate("password_file", "password_env", true)...)
-	} else if secret.IsSet() {
-		errs = append(errs, probes.Invalid("username", "missing: password_file or password_env is set but no username"))
-	}
-	errs = append(errs, c.TLS.Validate("tls.")...)
+	errs = append(errs, c.ClientAuth.Validate(authRules)...)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}, {"reconnect_interval", c.ReconnectInterval}} {
+	}{{"request_timeout", c.RequestTimeout}, {"reconnect_interval", c.ReconnectInterval}} {
 		if d.v <= 0 {
 			errs = append(errs, probes.Invalid(d.name, "must be positive, got %s", d.v))
 		}

@@ -61,7 +61,7 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 	}
 	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback)
 	if p.cfg.Username != "" {
-		password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+		password, err := p.cfg.Password().Value()
 		if err != nil {
 			return nil, probes.Fail(probes.CauseAuth, fmt.Errorf("cassandra %s: password: %w", p.hostList, err))
 		}

@@ -140,7 +140,7 @@ func (p *Probe) authorize(req *http.Request) error {
 	if p.cfg.Username == "" {
 		return nil
 	}
-	pw, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	pw, err := p.cfg.Password().Value()
 	if err != nil {
 		return probes.Fail(probes.CauseAuth, fmt.Errorf("opensearch target %s: password: %w", p.target, err))
 	}

@@ -15,15 +15,11 @@ type Config struct {
 	// Addresses are the nodes' base URLs (http://host:9200 or https://...).
 	// A request that fails on one node is retried on another (max_retries).
 	Addresses []string `yaml:"addresses"`
-	// Username for HTTP basic auth; the password comes from password_file
-	// (re-read for every request, so a rotated secret is picked up) or password_env.
-	Username     string `yaml:"username"`
-	PasswordFile string `yaml:"password_file"`
-	PasswordEnv  string `yaml:"password_env"`
-	// TLS settings; https:// addresses turn TLS on by themselves.
-	TLS probes.TLSConfig `yaml:"tls"`
-	// ConnectTimeout bounds the TCP and TLS handshakes.
-	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// ClientAuth: username for HTTP basic auth, with the password from
+	// password_file (re-read for every request, so a rotated secret is picked
+	// up) or password_env; tls (https:// addresses turn TLS on by
+	// themselves); connect_timeout, which bounds the TCP and TLS handshakes.
+	probes.ClientAuth `yaml:",inline"`
 	// RequestTimeout bounds one HTTP attempt (the op timeout bounds the whole op).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// MaxRetries is how many times a request that failed on the network or
@@ -56,7 +52,7 @@ type Config struct {
 
 // DefaultConfig holds the defaults.
 var DefaultConfig = Config{
-	ConnectTimeout:    5 * time.Second,
+	ClientAuth:        probes.ClientAuth{ConnectTimeout: 5 * time.Second},
 	RequestTimeout:    10 * time.Second,
 	MaxRetries:        2,
 	Replicas:          1,
@@ -84,6 +80,9 @@ const (
 	PhaseIndexed = "indexed" // visibility: the index request alone
 	PhaseVisible = "visible" // visibility: from the index ack to the first search hit
 )
+
+// authRules: a username needs a password and a password a username.
+var authRules = probes.AuthRules{NoUsername: "missing: password_file/password_env is set but username is not"}
 
 // Index names: lowercase, no \/*?"<>| space , # :, not starting with - _ +.
 var prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,200}$`)
@@ -117,16 +116,7 @@ func (c *Config) Validate() []error {
 	if anyHTTP && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.Enabled) {
 		errs = append(errs, probes.Invalid("tls", "TLS settings need https:// addresses"))
 	}
-	secret := probes.SecretRef{File: c.PasswordFile, Env: c.PasswordEnv}
-	if c.Username != "" {
-		errs = append(errs, secret.Validate("password_file", "password_env", true)...)
-	} else if secret.IsSet() {
-		errs = append(errs, probes.Invalid("username", "missing: password_file/password_env is set but username is not"))
-	}
-	errs = append(errs, c.TLS.Validate("tls.")...)
-	if c.ConnectTimeout <= 0 {
-		errs = append(errs, probes.Invalid("connect_timeout", "must be positive"))
-	}
+	errs = append(errs, c.ClientAuth.Validate(authRules)...)
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, probes.Invalid("request_timeout", "must be positive"))
 	}

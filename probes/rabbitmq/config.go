@@ -17,14 +17,11 @@ type Config struct {
 	// URL is amqp://host:port/vhost or amqps://host:port/vhost. It must not
 	// carry a password: use password_file or password_env.
 	URL string `yaml:"url"`
-	// Username to authenticate as (SASL PLAIN).
-	Username     string `yaml:"username"`
-	PasswordFile string `yaml:"password_file"`
-	PasswordEnv  string `yaml:"password_env"`
-	// TLS settings; amqps:// turns TLS on by itself.
-	TLS probes.TLSConfig `yaml:"tls"`
-	// ConnectTimeout bounds the TCP, TLS and AMQP handshakes.
-	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// ClientAuth: username to authenticate as (SASL PLAIN; default: the
+	// URL's user), password_file or password_env (required), tls (amqps://
+	// turns TLS on by itself), and connect_timeout, which bounds the TCP, TLS
+	// and AMQP handshakes.
+	probes.ClientAuth `yaml:",inline"`
 	// Heartbeat is the AMQP heartbeat interval (detects dead connections).
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	// QueuePrefix names the canary queue: <queue_prefix>.<instance id>.
@@ -48,13 +45,13 @@ type Config struct {
 
 // DefaultConfig holds the defaults.
 var DefaultConfig = Config{
-	ConnectTimeout: 5 * time.Second,
-	Heartbeat:      10 * time.Second,
-	QueueType:      "classic",
-	QueueExpires:   30 * time.Minute,
-	MaxLength:      1000,
-	MessageSize:    1024,
-	LossTimeout:    30 * time.Second,
+	ClientAuth:   probes.ClientAuth{ConnectTimeout: 5 * time.Second},
+	Heartbeat:    10 * time.Second,
+	QueueType:    "classic",
+	QueueExpires: 30 * time.Minute,
+	MaxLength:    1000,
+	MessageSize:  1024,
+	LossTimeout:  30 * time.Second,
 }
 
 // Minimum body: the header line must fit.
@@ -78,11 +75,7 @@ func (c *Config) Validate() []error {
 			}
 		}
 	}
-	errs = append(errs, probes.SecretRef{File: c.PasswordFile, Env: c.PasswordEnv}.Validate("password_file", "password_env", true)...)
-	errs = append(errs, c.TLS.Validate("tls.")...)
-	if c.ConnectTimeout <= 0 {
-		errs = append(errs, probes.Invalid("connect_timeout", "must be positive"))
-	}
+	errs = append(errs, c.ClientAuth.Validate(probes.AuthRules{PasswordRequired: true})...)
 	if c.Heartbeat < 0 {
 		errs = append(errs, probes.Invalid("heartbeat", "must not be negative"))
 	}

@@ -331,7 +331,7 @@ func (p *Probe) connectLocked(ctx context.Context) error {
 
 // dial opens an AMQP connection to the target's vhost.
 func (p *Probe) dial(ctx context.Context) (*amqp.Connection, string, error) {
-	password, err := probes.SecretRef{File: p.cfg.PasswordFile, Env: p.cfg.PasswordEnv}.Value()
+	password, err := p.cfg.Password().Value()
 	if err != nil {
 		return nil, "", probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", p.dialURL, err))
 	}
