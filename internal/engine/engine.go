@@ -132,32 +132,6 @@ func (e *Engine) Stop() {
 	wg.Wait()
 }
 
-// attachMetrics resolves the runner's series; done after the replaced runner's
-// series were deleted, so a restarted target starts from clean series.
-func (r *runner) attachMetrics(m *metrics.Metrics) {
-	var scheduled float64
-	for _, s := range r.ops {
-		if !s.op.Async {
-			scheduled += s.op.Rate
-		}
-	}
-	for _, s := range r.ops {
-		s.obs = m.ForOp(r.target.Name, r.target.Backend, s.op.Name, s.op.Phases)
-		// An event-driven op (a consumed message) expects one sample per
-		// scheduled op of its target (each publish).
-		rate := s.op.Rate
-		if s.op.Async {
-			rate = scheduled
-		}
-		m.ExpectedRate.WithLabelValues(r.target.Name, r.target.Backend, s.op.Name).Set(rate)
-	}
-	r.inFlight = m.InFlight.WithLabelValues(r.target.Name, r.target.Backend)
-	r.up = m.Up.WithLabelValues(r.target.Name, r.target.Backend)
-	r.misconfigured = m.Misconfigured.WithLabelValues(r.target.Name, r.target.Backend)
-	r.up.Set(0)
-	r.misconfigured.Set(0)
-}
-
 func opNames(r *runner) []string {
 	names := make([]string, len(r.ops))
 	for i, s := range r.ops {

@@ -131,6 +131,32 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.
 	return r, nil
 }
 
+// attachMetrics resolves the runner's series; done after the replaced runner's
+// series were deleted, so a restarted target starts from clean series.
+func (r *runner) attachMetrics(m *metrics.Metrics) {
+	var scheduled float64
+	for _, s := range r.ops {
+		if !s.op.Async {
+			scheduled += s.op.Rate
+		}
+	}
+	for _, s := range r.ops {
+		s.obs = m.ForOp(r.target.Name, r.target.Backend, s.op.Name, s.op.Phases)
+		// An event-driven op (a consumed message) expects one sample per
+		// scheduled op of its target (each publish).
+		rate := s.op.Rate
+		if s.op.Async {
+			rate = scheduled
+		}
+		m.ExpectedRate.WithLabelValues(r.target.Name, r.target.Backend, s.op.Name).Set(rate)
+	}
+	r.inFlight = m.InFlight.WithLabelValues(r.target.Name, r.target.Backend)
+	r.up = m.Up.WithLabelValues(r.target.Name, r.target.Backend)
+	r.misconfigured = m.Misconfigured.WithLabelValues(r.target.Name, r.target.Backend)
+	r.up.Set(0)
+	r.misconfigured.Set(0)
+}
+
 // start launches the scheduler, the workers and an eager Prepare.
 func (r *runner) start() {
 	schedCtx, stopSched := context.WithCancel(context.Background())
@@ -376,9 +402,6 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 		}
 		if out.BytesReceived > 0 {
 			o.BytesReceived.Add(float64(out.BytesReceived))
-		}
-		if out.Lost > 0 {
-			o.Failures[probes.CauseLost].Add(float64(out.Lost))
 		}
 	}
 	if r.observer != nil {

@@ -5,23 +5,24 @@ package cassandra_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbcanary/dbcanary/internal/engine"
 	"github.com/dbcanary/dbcanary/internal/enginetest"
-	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
 // BenchmarkOverhead compares dbcanary's cost per op — the engine's own per-op
-// path (deadline, prepare gate, histograms, counters) around the probe — with
-// a bare driver loop running the same statements (1 insert : 4 reads, blobs of
+// path (deadline, prepare gate, the probe, the sample hand-off) driven as
+// `dbcanary bench` drives it (engine.Load, closed loop, one worker) — with a
+// bare driver loop running the same statements (1 insert : 4 reads, blobs of
 // uniform(1..10000) and uniform(1..100000) bytes, CL ONE, read back and
 // compared) against the same node, in interleaved blocks so both see the same
 // node state.
@@ -31,28 +32,49 @@ func BenchmarkOverhead(b *testing.B) {
 	a := admin(b)
 	mustExec(b, a, `DROP KEYSPACE IF EXISTS dbcanary_bench`)
 	cfg := enginetest.Parse(b, engineConfig("bench", "bench", "insert: {rate: 1}\nread: {rate: 1}", section(b, "dbcanary_bench", "read_min_age: 0s")))
-	p, err := engine.NewOpRunner(cfg.Targets[0], "bench", metrics.New(prometheus.NewRegistry()), enginetest.Logger())
+	t := cfg.Targets[0]
+	t.Timeout = time.Minute // bounds Prepare, which creates the keyspace; each op keeps its own 10s
+	l, err := engine.NewLoad(t, "bench", enginetest.Logger())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.Close()
-	pctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := p.Prepare(pctx); err != nil { // creates the keyspace the bare loop uses too
+	defer l.Close(10 * time.Second)
+	ctx := context.Background()
+	if err := l.Prepare(ctx); err != nil { // creates the keyspace the bare loop uses too
 		b.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	l.SetSink(func(s engine.Sample) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s.Err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", s.Op, s.Err)
+		}
+	})
+	// runOps runs n ops of the mix, one after the other, through the engine.
+	mix := []engine.Weighted{{Op: "insert", Weight: 1}, {Op: "read", Weight: 4}}
+	runOps := func(n int) {
+		if _, err := l.Run(ctx, engine.Stage{Mix: mix, Workers: 1, MaxOps: int64(n)}); err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil {
+			b.Fatal(firstErr)
+		}
 	}
 	bare := newBareLoop(b)
 	ops := []string{"insert", "read", "read", "read", "read"}
-	ctx := context.Background()
 	// Warm both paths (prepared statements, connections, JIT on the node).
 	for i := range 200 {
 		if err := bare.op(ctx, ops[i%5]); err != nil {
 			b.Fatal(err)
 		}
-		if err := runOp(ctx, p, ops[i%5]); err != nil {
-			b.Fatal(err)
-		}
 	}
+	runOps(200)
 	const block = 50
 	var bareDur, probeDur time.Duration
 	b.ResetTimer()
@@ -65,11 +87,7 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 		}
 		t1 := time.Now()
-		for i := range n {
-			if err := runOp(ctx, p, ops[(done+i)%5]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		runOps(n)
 		bareDur += t1.Sub(t0)
 		probeDur += time.Since(t1)
 	}
@@ -80,12 +98,6 @@ func BenchmarkOverhead(b *testing.B) {
 	b.ReportMetric(probeNs, "dbcanary-ns/op")
 	b.ReportMetric(probeNs/bareNs, "ratio")
 	b.Logf("ops=%d bare %.0f ns/op, dbcanary %.0f ns/op, ratio %.3f", b.N, bareNs, probeNs, probeNs/bareNs)
-}
-
-func runOp(ctx context.Context, p *engine.OpRunner, op string) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	return p.Run(ctx, op)
 }
 
 // bareLoop is the same workload written directly against the driver.
