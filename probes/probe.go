@@ -43,11 +43,8 @@ type Outcome struct {
 	Sent time.Time
 	// BytesSent and BytesReceived are payload bytes moved, for throughput panels.
 	BytesSent, BytesReceived int64
-	// Lost counts data the probe proved lost while running this op (a message
-	// never delivered within its bound); each is counted as cause "lost".
-	Lost    int
-	phases  [maxPhases]Phase
-	nphases int
+	phases                   [maxPhases]Phase
+	nphases                  int
 }
 
 const maxPhases = 4

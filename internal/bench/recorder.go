@@ -23,7 +23,6 @@ type opRecord struct {
 	ok, failed          uint64
 	causes              map[probes.Cause]uint64
 	bytesSent, bytesRcv int64
-	lost                int
 	series              []*interval
 }
 
@@ -86,7 +85,6 @@ func (s *stageRecord) record(smp engine.Sample) {
 	o.latency.Record(lat)
 	o.bytesSent += smp.BytesSent
 	o.bytesRcv += smp.BytesReceived
-	o.lost += smp.Lost
 	if smp.Err != nil {
 		s.failed.Add(1) // failures of every kind, event-driven ones too
 		o.failed++
@@ -127,7 +125,7 @@ func (s *stageRecord) report() StageReport {
 	for _, name := range names {
 		o := s.ops[name]
 		o.mu.Lock()
-		r := OpReport{Op: name, OK: o.ok, Failed: o.failed, Lost: o.lost, BytesSent: o.bytesSent, BytesReceived: o.bytesRcv,
+		r := OpReport{Op: name, OK: o.ok, Failed: o.failed, BytesSent: o.bytesSent, BytesReceived: o.bytesRcv,
 			Latency: summarize(o.latency), Service: summarize(o.service)}
 		r.Count = o.ok + o.failed
 		if secs > 0 {

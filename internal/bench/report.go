@@ -75,7 +75,6 @@ type OpReport struct {
 	OK            uint64             `json:"ok"`
 	Failed        uint64             `json:"failed"`
 	Causes        map[string]uint64  `json:"causes,omitempty"`
-	Lost          int                `json:"lost,omitempty"`
 	ErrorRate     float64            `json:"error_rate"`
 	Throughput    float64            `json:"throughput_ops_per_s"`
 	MiBps         float64            `json:"mib_per_s"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/s3"
 )
 
@@ -237,7 +238,7 @@ func perfTestTable(r *Report, rf refs) Table {
 		}
 		if con != nil {
 			t.Rows = append(t.Rows, []string{"consumer latency min/median/75th/95th/99th", "µs", five(con.Latency), "-", "-", "-"},
-				[]string{"messages consumed and verified / failed (lost)", "messages", fmt.Sprintf("%d / %d (%d)", con.OK, con.Failed, con.Lost), "-", "-", "-"})
+				[]string{"messages consumed and verified / failed (lost)", "messages", fmt.Sprintf("%d / %d (%d)", con.OK, con.Failed, con.Causes[string(probes.CauseLost)]), "-", "-", "-"})
 		}
 	}
 	t.Notes = []string{"confirm latency: from the publish's start to the broker's confirm; consumer latency: from the publish's start to receipt (PerfTest measures it from a timestamp in the body)."}

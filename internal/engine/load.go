@@ -31,7 +31,6 @@ type Sample struct {
 	// Phases is valid only during the SampleFunc call.
 	Phases                   []probes.Phase
 	BytesSent, BytesReceived int64
-	Lost                     int
 	Err                      error
 }
 
@@ -50,7 +49,7 @@ func hook(target string, sink func() SampleFunc, count func(s *opState, err erro
 		smp := Sample{Target: target, Op: s.op.Name, Async: s.op.Async, Intended: intended, Sent: sent, End: end, Err: err}
 		if out != nil {
 			smp.Phases = out.Phases()
-			smp.BytesSent, smp.BytesReceived, smp.Lost = out.BytesSent, out.BytesReceived, out.Lost
+			smp.BytesSent, smp.BytesReceived = out.BytesSent, out.BytesReceived
 		}
 		sink()(smp)
 	}
