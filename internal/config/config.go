@@ -48,7 +48,8 @@ type Global struct {
 // DefaultGlobal is the global section's defaults.
 var DefaultGlobal = Global{Timeout: 5 * time.Second, MaxInFlight: 16}
 
-// Target is one store to probe.
+// Target is one store to probe. The loader decodes a target's own keys
+// straight into it; its backend section goes into Probe.
 type Target struct {
 	Name    string `yaml:"name"`
 	Backend string `yaml:"backend"`
@@ -153,14 +154,13 @@ func Parse(data []byte) (*Config, error) {
 		return nil, Errors{fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line)}
 	}
 	var targetsNode *yaml.Node
-	seen := map[string]int{}
+	seen := keyLines{}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
-		if line, dup := seen[k.Value]; dup {
-			errs = append(errs, fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", k.Value, k.Line, line))
+		if err := seen.add(k.Value, k); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		seen[k.Value] = k.Line
 		switch k.Value {
 		case "global":
 			before := len(errs)
@@ -244,16 +244,6 @@ func DefaultInstanceID() string {
 	return s
 }
 
-// targetFields are the generic keys of a target (everything but the backend section).
-type targetFields struct {
-	Name        string              `yaml:"name"`
-	Backend     string              `yaml:"backend"`
-	Timeout     time.Duration       `yaml:"timeout"`
-	MaxInFlight int                 `yaml:"max_in_flight"`
-	Labels      map[string]string   `yaml:"labels"`
-	Ops         map[string]OpConfig `yaml:"ops"`
-}
-
 func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 	p := fmt.Sprintf("targets[%d]", i)
 	var errs []error
@@ -263,10 +253,12 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 	if n.Kind != yaml.MappingNode {
 		return Target{}, []error{fmt.Errorf("%s: line %d: expected a mapping, got %s", p, n.Line, kindName(n))}
 	}
+	// The target's own keys are decoded into Target; a backend's section
+	// (the key named after it) into that backend's config.
 	generic := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line}
 	sections := map[string]*yaml.Node{}
-	sectionLines := map[string]int{}
-	fields := yamlFields(reflectType[targetFields]())
+	sectionLines := keyLines{}
+	fields := yamlFields(reflectType[Target]())
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
 		if _, ok := fields[k.Value]; ok {
@@ -274,11 +266,11 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 			continue
 		}
 		if _, ok := probes.Lookup(k.Value); ok {
-			if line, dup := sectionLines[k.Value]; dup {
-				errs = append(errs, fmt.Errorf("%s.%s: line %d: duplicate key (first set on line %d)", p, k.Value, k.Line, line))
+			if err := sectionLines.add(p+"."+k.Value, k); err != nil {
+				errs = append(errs, err)
 				continue
 			}
-			sections[k.Value], sectionLines[k.Value] = v, k.Line
+			sections[k.Value] = v
 			continue
 		}
 		all := map[string]reflectTypeT{}
@@ -290,16 +282,15 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 		}
 		errs = append(errs, unknownField(p+"."+k.Value, k, all))
 	}
-	var tf targetFields
+	var t Target
 	before := len(errs)
-	checkNode(generic, reflectType[targetFields](), p, &errs)
+	checkNode(generic, reflectType[Target](), p, &errs)
 	if len(errs) > before {
 		return Target{}, errs // later checks would only repeat these problems
 	}
-	if err := generic.Decode(&tf); err != nil {
+	if err := generic.Decode(&t); err != nil {
 		return Target{}, append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
 	}
-	t := Target{Name: tf.Name, Backend: tf.Backend, Timeout: tf.Timeout, MaxInFlight: tf.MaxInFlight, Labels: tf.Labels, Ops: tf.Ops}
 	if t.Timeout == 0 {
 		t.Timeout = g.Timeout
 	}

@@ -38,15 +38,14 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			return
 		}
 		fields := yamlFields(t)
-		seen := map[string]int{}
+		seen := keyLines{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
-			if line, dup := seen[k.Value]; dup {
-				*errs = append(*errs, fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", p, k.Line, line))
+			if err := seen.add(p, k); err != nil {
+				*errs = append(*errs, err)
 				continue
 			}
-			seen[k.Value] = k.Line
 			ft, ok := fields[k.Value]
 			if !ok {
 				*errs = append(*errs, unknownField(p, k, fields))
@@ -67,19 +66,32 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			*errs = append(*errs, fmt.Errorf("%s: line %d: expected a mapping, got %s", path, n.Line, kindName(n)))
 			return
 		}
-		seen := map[string]int{}
+		seen := keyLines{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
-			if line, dup := seen[k.Value]; dup {
-				*errs = append(*errs, fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", p, k.Line, line))
+			if err := seen.add(p, k); err != nil {
+				*errs = append(*errs, err)
 				continue
 			}
-			seen[k.Value] = k.Line
 			checkNode(k, t.Key(), p, errs)
 			checkNode(v, t.Elem(), p, errs)
 		}
 	}
+}
+
+// keyLines is the line each key of one mapping was first set on: the one
+// check for a key set twice, wherever the loader walks a mapping.
+type keyLines map[string]int
+
+// add records key k, reported as path, and returns the duplicate-key error
+// if k was already set.
+func (s keyLines) add(path string, k *yaml.Node) error {
+	if line, dup := s[k.Value]; dup {
+		return fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", path, k.Line, line)
+	}
+	s[k.Value] = k.Line
+	return nil
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
