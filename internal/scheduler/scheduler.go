@@ -40,7 +40,18 @@ type Dispatch func(entry int, intended time.Time)
 // Run fires the entries until ctx is done. Runs that fell due while the
 // scheduler was late (a GC pause, a suspended VM) are all dispatched, each
 // with its own intended time, so the caller sees the delay as latency.
+// A run is dispatched on the Go timer, so 0..1 ms after its slot (see
+// Waiter); RunAhead with a Waiter on the receiving side is on time.
 func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatch) {
+	RunAhead(ctx, start, entries, 0, dispatch)
+}
+
+// RunAhead is Run that dispatches each run once its slot is at most lead
+// away (never more than lead early), for a receiver that waits for the slot
+// itself with a Waiter before starting the op: the op then starts on the
+// goroutine that woke for it, and the hand-off to that goroutine happens
+// before the slot instead of after it. Pass Lead.
+func RunAhead(ctx context.Context, start time.Time, entries []Entry, lead time.Duration, dispatch Dispatch) {
 	if len(entries) == 0 {
 		<-ctx.Done()
 		return
@@ -50,7 +61,8 @@ func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatc
 		q[i] = &item{entry: i, interval: e.Interval, base: start.Add(e.Offset), next: start.Add(e.Offset)}
 	}
 	heap.Init(&q)
-	timer := time.NewTimer(time.Until(q[0].next))
+	lead = max(lead, 0)
+	timer := time.NewTimer(time.Until(q[0].next) - lead)
 	defer timer.Stop()
 	for {
 		select {
@@ -59,7 +71,7 @@ func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatc
 		case <-timer.C:
 		}
 		now := time.Now()
-		for q[0].next.Compare(now) <= 0 {
+		for q[0].next.Compare(now.Add(lead)) <= 0 {
 			it := q[0]
 			dispatch(it.entry, it.next)
 			it.k++
@@ -70,7 +82,7 @@ func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatc
 				return
 			}
 		}
-		timer.Reset(time.Until(q[0].next))
+		timer.Reset(time.Until(q[0].next) - lead)
 	}
 }
 
