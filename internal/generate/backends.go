@@ -1,78 +1,64 @@
 package generate
 
-// Backend is one probe type as the rules and boards see it: its ops, and the
-// phases some ops record. A new backend adds a row here (and figures to the
-// baseline file); its overview row, board and per-op rules follow.
-type Backend struct {
-	Name  string
-	Title string
-	Ops   []Op
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dbcanary/dbcanary/probes"
+	// Every probe registers itself and describes its ops and board facts
+	// (probes/<backend>/facts.go); the generator reads them from the registry.
+	_ "github.com/dbcanary/dbcanary/probes/all"
+)
+
+// backend is one probe type as the rules and boards see it: its registered
+// name and the facts it described (probes.Describe).
+type backend struct {
+	Name string
+	probes.Facts
 }
 
-// Op is one canary op of a backend.
-type Op struct {
-	Name   string
-	Phases []string
-}
-
-// S3 object sizes of the reference benchmark (4 KB, 128 KB, 1 MB, 8 MB),
-// named as the S3 probe names its ops.
-var s3Sizes = []string{"4KiB", "128KiB", "1MiB", "8MiB"}
-
-// Backends lists every backend dbcanary probes (noop, the engine-overhead probe, has no board).
-var Backends = []Backend{
-	{Name: "cassandra", Title: "Cassandra", Ops: ops("insert", "read", "read_miss", "update", "ledger_write", "ledger_check")},
-	{Name: "opensearch", Title: "OpenSearch", Ops: ops("index", "bulk", "search_default", "search_term", "search_phrase", "get", "visibility", "ledger_write", "ledger_check")},
-	{Name: "rabbitmq", Title: "RabbitMQ", Ops: ops("publish", "consume", "ledger_write", "ledger_check")},
-	{Name: "s3", Title: "S3", Ops: s3Ops()},
-}
-
-func ops(names ...string) []Op {
-	out := make([]Op, len(names))
-	for i, n := range names {
-		out[i] = Op{Name: n}
-	}
-	return out
-}
-
-func s3Ops() []Op {
-	var out []Op
-	for _, verb := range []string{"put", "get", "head", "delete"} {
-		for _, size := range s3Sizes {
-			op := Op{Name: verb + "_" + size}
-			if verb == "get" {
-				op.Phases = []string{"first_byte", "last_byte"}
+// backends are the registered backends that have a board, sorted by name.
+// A backend registered without facts, or facts of a backend that is not
+// registered, is an error: the rules and boards would silently miss it.
+func backends() ([]backend, error) {
+	registered := probes.Names()
+	var out []backend
+	for _, name := range registered {
+		f, ok := probes.FactsOf(name)
+		if !ok {
+			return nil, fmt.Errorf("backend %q is registered without facts: describe its ops and board with probes.Describe in probes/%s/facts.go (docs/adding-a-probe.md)", name, name)
+		}
+		if f.NoBoard {
+			continue
+		}
+		for _, p := range f.Panels {
+			for _, q := range p.Queries {
+				if q.Quantile != 0 && !slices.Contains(Quantiles, q.Quantile) {
+					return nil, fmt.Errorf("backend %s, panel %q: quantile %g is not recorded (%v)", name, p.Title, q.Quantile, Quantiles)
+				}
 			}
-			out = append(out, op)
+		}
+		out = append(out, backend{Name: name, Facts: f})
+	}
+	for _, name := range probes.Described() {
+		if !slices.Contains(registered, name) {
+			return nil, fmt.Errorf("facts describe backend %q, which is not registered (probes.Register)", name)
 		}
 	}
-	return append(out, Op{Name: "list"}, Op{Name: "ledger_write"}, Op{Name: "ledger_check"})
+	return out, nil
 }
 
-// backendByName finds a backend row.
-func backendByName(name string) (Backend, bool) {
-	for _, b := range Backends {
-		if b.Name == name {
-			return b, true
-		}
+// backendByName finds a backend that has a board.
+func backendByName(name string) (backend, bool) {
+	f, ok := probes.FactsOf(name)
+	if _, reg := probes.Lookup(name); !ok || !reg || f.NoBoard {
+		return backend{}, false
 	}
-	return Backend{}, false
+	return backend{Name: name, Facts: f}, true
 }
 
 // hasOp reports whether the backend has the op (and phase, when not empty).
-func (b Backend) hasOp(op, phase string) bool {
-	for _, o := range b.Ops {
-		if o.Name != op {
-			continue
-		}
-		if phase == "" {
-			return true
-		}
-		for _, p := range o.Phases {
-			if p == phase {
-				return true
-			}
-		}
-	}
-	return false
+func (b backend) hasOp(op, phase string) bool {
+	o, ok := b.Op(op)
+	return ok && (phase == "" || slices.Contains(o.Phases, phase))
 }

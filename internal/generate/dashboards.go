@@ -8,6 +8,8 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/grafana"
+	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // Every query selects targets with this matcher; the lint test checks it.
@@ -194,12 +196,12 @@ func (d *boardData) hasAlertFigure(backend string, phase bool) bool {
 	return false
 }
 
-func overview(d *boardData) grafana.Dashboard {
+func overview(d *boardData, backends []backend) grafana.Dashboard {
 	f := d.b.Factors
 	budget := 1 - d.b.Policy.SLOObjective
 	bd := newBoard("dbcanary-overview", "dbcanary / Overview",
 		"Every target dbcanary probes: availability, errors, latency against the documented baselines (baselines/*.yaml), throughput.", "")
-	for _, be := range Backends {
+	for _, be := range backends {
 		bd.row(be.Title)
 		bd.add(stat(be.Title+" targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
 			query{fmt.Sprintf("min by (target) (%s)", m("dbcanary_target_up", be.Name)), "{{target}}"}))
@@ -236,9 +238,49 @@ func overview(d *boardData) grafana.Dashboard {
 	return bd.d
 }
 
+// ownPanel draws one of a backend's own panels (probes.Panel): its queries
+// select the backend, its ops and the target variable.
+func ownPanel(d *boardData, be backend, p probes.Panel) grafana.Panel {
+	unit, lines := "s", steps()
+	switch p.Queries[0].Series {
+	case probes.SeriesLatencyVsBaseline:
+		unit, lines = "suffix:x", steps("orange", d.b.Factors.Warning, "red", d.b.Factors.Critical)
+	case probes.SeriesBytes:
+		unit = "Bps"
+	}
+	desc := p.Description
+	if p.ThresholdsOf != "" {
+		lines = d.latencySteps(be.Name, p.ThresholdsOf, "")
+		desc += " " + d.figureNote(be.Name, p.ThresholdsOf, "")
+	}
+	queries := make([]query, len(p.Queries))
+	for i, q := range p.Queries {
+		var extra []string
+		if q.Direction != "" {
+			extra = append(extra, fmt.Sprintf(`direction="%s"`, q.Direction))
+		}
+		if q.Ops != "" {
+			extra = append(extra, fmt.Sprintf(`op=~"%s"`, q.Ops))
+		}
+		if q.Quantile != 0 {
+			extra = append(extra, fmt.Sprintf(`quantile="%s"`, qs(q.Quantile)))
+		}
+		switch q.Series {
+		case probes.SeriesLatency:
+			queries[i] = query{m(RecLatencyQuantile, be.Name, extra...), q.Legend}
+		case probes.SeriesLatencyVsBaseline:
+			queries[i] = query{fmt.Sprintf(`%s / on (backend, op, quantile) group_left () %s{backend="%s",use="alert"}`,
+				m(RecLatencyQuantile, be.Name, extra...), RecLatencyBaseline, be.Name), q.Legend}
+		case probes.SeriesBytes:
+			queries[i] = query{m(RecBytesRate, be.Name, extra...), q.Legend}
+		}
+	}
+	return timeseries(p.Title, desc, unit, lines, queries...)
+}
+
 // backendBoard is one board per backend: per-op latency against its baseline,
 // rates, errors by cause, bytes and in-flight ops.
-func backendBoard(d *boardData, be Backend) grafana.Dashboard {
+func backendBoard(d *boardData, be backend) grafana.Dashboard {
 	bd := newBoard("dbcanary-"+be.Name, "dbcanary / "+be.Title,
 		be.Title+" canary ops against the documented baselines (baselines/*.yaml).", fmt.Sprintf(`{backend="%s"}`, be.Name))
 	bd.row("Health")
@@ -254,38 +296,34 @@ func backendBoard(d *boardData, be Backend) grafana.Dashboard {
 		query{m("dbcanary_op_in_flight", be.Name), "{{target}}"}))
 
 	bd.row("Latency per op (p50 / p90 / p99, lines at the baseline thresholds)")
-	switch be.Name {
-	case "rabbitmq":
-		bd.add(timeseries("Confirm latency (publish) vs end-to-end latency (consume), p99",
-			"publish ends at the broker's confirm; consume runs from the publish's intended start to receipt. "+d.figureNote("rabbitmq", "publish", ""),
-			"s", d.latencySteps("rabbitmq", "publish", ""), query{m(RecLatencyQuantile, be.Name, `op=~"publish|consume"`, `quantile="0.99"`), "{{target}} {{op}} p99"}))
-	case "opensearch":
-		bd.add(timeseries("Search p99: default / term / phrase vs baseline",
-			"p99 of each search divided by its documented p99 (pmc workload). Lines at the warning and critical factors.", "suffix:x",
-			steps("orange", d.b.Factors.Warning, "red", d.b.Factors.Critical),
-			query{fmt.Sprintf(`%s / on (backend, op, quantile) group_left () %s{backend="opensearch",use="alert"}`,
-				m(RecLatencyQuantile, be.Name, `op=~"search_.*"`, `quantile="0.99"`), RecLatencyBaseline), "{{target}} {{op}}"}))
-	case "s3":
-		bd.add(timeseries("GET throughput", "Bytes received by GET ops per second over 5m. Benchmarks (8..16 threads): 0.6 / 18.6 / 58.2 / 58.6 MB/s for 4 KB / 128 KB / 1 MB / 8 MB; the canary's rate is far lower.",
-			"Bps", steps(), query{m(RecBytesRate, be.Name, `direction="received"`, `op=~"get_.*"`), "{{target}} {{op}}"}))
+	for _, p := range be.Panels {
+		bd.add(ownPanel(d, be, p))
 	}
 	for _, op := range be.Ops {
 		if len(op.Phases) > 0 {
-			bd.add(timeseries(op.Name+": time to first byte vs last byte",
-				"p50 and p99 of each phase; lines at the last_byte thresholds. "+d.figureNote(be.Name, op.Name, "first_byte")+" "+d.figureNote(be.Name, op.Name, "last_byte"),
-				"s", d.latencySteps(be.Name, op.Name, "last_byte"),
+			last := op.Phases[len(op.Phases)-1]
+			notes := make([]string, len(op.Phases))
+			for i, ph := range op.Phases {
+				notes[i] = d.figureNote(be.Name, op.Name, ph)
+			}
+			title := op.Title
+			if title == "" {
+				title = op.Name + ": " + strings.Join(op.Phases, " vs ")
+			}
+			bd.add(timeseries(title, fmt.Sprintf("p50 and p99 of each phase; lines at the %s thresholds. ", last)+strings.Join(notes, " "),
+				"s", d.latencySteps(be.Name, op.Name, last),
 				query{m(RecPhaseQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name), `quantile=~"0.5|0.99"`), "{{target}} {{phase}} p{{quantile}}"}))
 			continue
 		}
-		title := op.Name
-		if be.Name == "opensearch" && op.Name == "visibility" {
-			title = "visibility lag (index to searchable)"
+		title := op.Title
+		if title == "" {
+			title = op.Name
 		}
 		bd.add(timeseries(title, d.figureNote(be.Name, op.Name, ""), "s", d.latencySteps(be.Name, op.Name, ""),
 			query{m(RecLatencyQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name)), "{{target}} p{{quantile}}"}))
 	}
 
-	if be.hasOp("ledger_check", "") {
+	if be.hasOp(ledger.OpCheck, "") {
 		bd.row("Durability ledger (acknowledged writes re-read at ages)")
 		bd.add(stat("Acknowledged writes missing or corrupted (24h)",
 			"Ledger checks that found an acknowledged write gone or changed over the last day; DbcanaryDurabilityLoss pages on the first one. See docs/ledger.md.", "none",
@@ -311,8 +349,12 @@ func Dashboards(b *baseline.File) (map[string]grafana.Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]grafana.Dashboard{"dbcanary-overview.json": overview(d)}
-	for _, be := range Backends {
+	bes, err := backends()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]grafana.Dashboard{"dbcanary-overview.json": overview(d, bes)}
+	for _, be := range bes {
 		out["dbcanary-"+be.Name+".json"] = backendBoard(d, be)
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/grafana"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 )
@@ -166,18 +167,13 @@ func TestTimeScale(t *testing.T) {
 	}
 }
 
-// TestDashboardsLint checks the committed boards: unique panel ids, every panel
-// but a row has a query, every query uses the datasource and target variables,
-// units and thresholds are set, and latency panels of ops with a baseline draw
-// its warning and critical bounds.
+// TestDashboardsLint checks the committed boards (lintBoard) and that the
+// latency panels of ops with a baseline draw its warning and critical bounds
+// (checkThresholdLines).
 func TestDashboardsLint(t *testing.T) {
 	b := shippedBaseline(t)
-	d, err := newBoardData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files, err := filepath.Glob(filepath.Join(repoRoot(), "dashboards", "*.json"))
-	if err != nil || len(files) != len(Backends)+1 {
+	if err != nil || len(files) != len(mustBackends(t))+1 {
 		t.Fatalf("boards: %v %v", files, err)
 	}
 	for _, f := range files {
@@ -185,58 +181,75 @@ func TestDashboardsLint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var db grafana.Dashboard
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&db); err != nil {
-			t.Fatalf("%s: %v", f, err)
+		lintBoard(t, filepath.Base(f), data)
+	}
+	checkThresholdLines(t, b)
+}
+
+// lintBoard checks one board: unique panel ids, every panel but a row has a
+// query, every query uses the datasource and target variables, units and
+// thresholds are set.
+func lintBoard(t *testing.T, name string, data []byte) {
+	t.Helper()
+	var db grafana.Dashboard
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&db); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	vars := map[string]grafana.Variable{}
+	for _, v := range db.Templating.List {
+		vars[v.Name] = v
+	}
+	if vars["datasource"].Type != "datasource" || vars["target"].Type != "query" || vars["target"].Datasource == nil || vars["target"].Datasource.UID != "${datasource}" {
+		t.Errorf("%s: datasource and target variables missing or wrong: %+v", name, vars)
+	}
+	if db.UID == "" || db.SchemaVersion != grafana.SchemaVersion {
+		t.Errorf("%s: uid %q schema %d", name, db.UID, db.SchemaVersion)
+	}
+	ids := map[int]bool{}
+	for _, p := range db.Panels {
+		where := name + ": panel " + p.Title
+		if ids[p.ID] || p.ID == 0 {
+			t.Errorf("%s: duplicate or zero id %d", where, p.ID)
 		}
-		name := filepath.Base(f)
-		vars := map[string]grafana.Variable{}
-		for _, v := range db.Templating.List {
-			vars[v.Name] = v
+		ids[p.ID] = true
+		if p.Type == "row" {
+			continue
 		}
-		if vars["datasource"].Type != "datasource" || vars["target"].Type != "query" || vars["target"].Datasource == nil || vars["target"].Datasource.UID != "${datasource}" {
-			t.Errorf("%s: datasource and target variables missing or wrong: %+v", name, vars)
+		if len(p.Targets) == 0 {
+			t.Errorf("%s: no query", where)
 		}
-		if db.UID == "" || db.SchemaVersion != grafana.SchemaVersion {
-			t.Errorf("%s: uid %q schema %d", name, db.UID, db.SchemaVersion)
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+			t.Errorf("%s: datasource is not ${datasource}", where)
 		}
-		ids := map[int]bool{}
-		for _, p := range db.Panels {
-			where := name + ": panel " + p.Title
-			if ids[p.ID] || p.ID == 0 {
-				t.Errorf("%s: duplicate or zero id %d", where, p.ID)
+		for _, q := range p.Targets {
+			if q.Datasource == nil || q.Datasource.UID != "${datasource}" {
+				t.Errorf("%s: query %s does not use ${datasource}", where, q.RefID)
 			}
-			ids[p.ID] = true
-			if p.Type == "row" {
-				continue
+			if !strings.Contains(q.Expr, targetMatcher) {
+				t.Errorf("%s: query %q does not filter by $target", where, q.Expr)
 			}
-			if len(p.Targets) == 0 {
-				t.Errorf("%s: no query", where)
-			}
-			if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
-				t.Errorf("%s: datasource is not ${datasource}", where)
-			}
-			for _, q := range p.Targets {
-				if q.Datasource == nil || q.Datasource.UID != "${datasource}" {
-					t.Errorf("%s: query %s does not use ${datasource}", where, q.RefID)
-				}
-				if !strings.Contains(q.Expr, targetMatcher) {
-					t.Errorf("%s: query %q does not filter by $target", where, q.Expr)
-				}
-			}
-			if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == "" {
-				t.Errorf("%s: no unit", where)
-				continue
-			}
-			th := p.FieldConfig.Defaults.Thresholds
-			if th == nil || len(th.Steps) == 0 || th.Steps[0].Value != nil {
-				t.Errorf("%s: thresholds missing or without a base step", where)
-			}
+		}
+		if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == "" {
+			t.Errorf("%s: no unit", where)
+			continue
+		}
+		th := p.FieldConfig.Defaults.Thresholds
+		if th == nil || len(th.Steps) == 0 || th.Steps[0].Value != nil {
+			t.Errorf("%s: thresholds missing or without a base step", where)
 		}
 	}
-	// Every op with an alert figure has a board panel drawing both bounds.
+}
+
+// checkThresholdLines: every op with an alert figure in the baseline has a
+// board panel drawing both bounds.
+func checkThresholdLines(t *testing.T, b *baseline.File) {
+	t.Helper()
+	d, err := newBoardData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	boards, err := Dashboards(b)
 	if err != nil {
 		t.Fatal(err)
@@ -253,8 +266,8 @@ func TestDashboardsLint(t *testing.T) {
 					vals = append(vals, *s.Value)
 				}
 			}
-			if pair[0].Phase != "" && pair[0].Phase != "last_byte" {
-				found = true // the TTFB/TTLB panel draws the last_byte bounds
+			if pair[0].Phase != "" && pair[0].Phase != lastPhase(t, pair[0].Backend, pair[0].Op) {
+				found = true // an op's phase panel draws its last phase's bounds
 				continue
 			}
 			if slices.Contains(vals, pair[0].Bound) && slices.Contains(vals, pair[1].Bound) {

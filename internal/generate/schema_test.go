@@ -32,9 +32,16 @@ func TestBoardsStrictSchema(t *testing.T) {
 		files["committed "+filepath.Base(p)] = data
 	}
 	for name, data := range files {
-		var d dashboard.Dashboard
-		if err := d.UnmarshalJSONStrict(data); err != nil {
-			t.Errorf("%s fails the strict schema check:\n%v", name, err)
-		}
+		strictSchema(t, name, data)
+	}
+}
+
+// strictSchema decodes one board with the SDK's strict decoder.
+func strictSchema(t *testing.T, name string, data []byte) {
+	t.Helper()
+	plugins.RegisterDefaultPlugins()
+	var d dashboard.Dashboard
+	if err := d.UnmarshalJSONStrict(data); err != nil {
+		t.Errorf("%s fails the strict schema check:\n%v", name, err)
 	}
 }
