@@ -260,7 +260,7 @@ func ownPanel(d *boardData, be backend, p probes.Panel) grafana.Panel {
 			extra = append(extra, fmt.Sprintf(`direction="%s"`, q.Direction))
 		}
 		if q.Ops != "" {
-			extra = append(extra, fmt.Sprintf(`op=~"%s"`, q.Ops))
+			extra = append(extra, fmt.Sprintf(`op=~%q`, q.Ops)) // quoted: a probe's regexp may hold a backslash
 		}
 		if q.Quantile != 0 {
 			extra = append(extra, fmt.Sprintf(`quantile="%s"`, qs(q.Quantile)))
