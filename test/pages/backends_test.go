@@ -1,4 +1,4 @@
-//go:build integration && pages
+//go:build integration
 
 package pages
 

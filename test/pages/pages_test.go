@@ -1,4 +1,4 @@
-//go:build integration && pages
+//go:build integration
 
 package pages
 
@@ -238,6 +238,9 @@ func TestPageQuality(t *testing.T) {
 	table := s.report(end, groups, healthyF, global)
 	fmt.Print("\n" + table)
 	if p := os.Getenv("PAGES_TABLE_OUT"); p != "" {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Error(err)
+		}
 		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
 			t.Error(err)
 		}

@@ -1,4 +1,4 @@
-//go:build integration && pages && soakpages
+//go:build integration && soakpages
 
 package pages
 
