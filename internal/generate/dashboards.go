@@ -7,42 +7,86 @@ import (
 	"strings"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/internal/grafana"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // Every query selects targets with this matcher; the lint test checks it.
 const targetMatcher = `target=~"$target"`
 
-var ds = &grafana.DatasourceRef{Type: "prometheus", UID: "${datasource}"}
+// SchemaVersion is the dashboard schema the boards are written for. The SDK
+// defaults to its own (newer) version and has no builder option for it, so
+// board.build sets it on the built dashboard.
+const SchemaVersion = 39
+
+// ds is the Prometheus datasource every panel and query reads: the board's
+// datasource variable.
+var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
 
 // board accumulates panels on a 24-column grid, three 8-wide panels a row.
+// Every panel gets its id and gridPos here (the SDK's own placement wraps
+// only after a row overflows, so a 4-wide stat beside 8-wide panels would
+// overflow it).
 type board struct {
-	d      grafana.Dashboard
-	nextID int
-	x, y   int
+	d      *dashboard.DashboardBuilder
+	nextID uint32
+	x, y   uint32
 }
 
 func newBoard(uid, title, desc, targetFilter string) *board {
 	q := fmt.Sprintf("label_values(dbcanary_target_up%s, target)", targetFilter)
-	return &board{d: grafana.Dashboard{
-		UID: uid, Title: title, Description: desc, Tags: []string{"dbcanary"}, Timezone: "browser", Editable: false,
-		GraphTooltip: 1, Refresh: "30s", SchemaVersion: grafana.SchemaVersion, Version: 1,
-		Time: grafana.TimeRange{From: "now-6h", To: "now"},
+	list := func(s string) dashboard.StringOrArrayOfString {
+		return dashboard.StringOrArrayOfString{ArrayOfString: []string{s}}
+	}
+	one := func(s string) dashboard.StringOrArrayOfString {
+		return dashboard.StringOrArrayOfString{String: cog.ToPtr(s)}
+	}
+	d := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"dbcanary"}).
+		Timezone("browser").Readonly().Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Refresh("30s").Version(1).Time("now-6h", "now").
 		// Grafana's built-in annotations (this board's annotations and alerts).
-		Annotations: grafana.Annotations{List: []grafana.Annotation{{BuiltIn: 1, Datasource: &grafana.DatasourceRef{Type: "grafana", UID: "-- Grafana --"},
-			Enable: true, Hide: true, IconColor: "rgba(0, 211, 255, 1)", Name: "Annotations & Alerts", Type: "dashboard"}}},
-		Links: []grafana.Link{{Title: "dbcanary boards", Type: "dashboards", Icon: "external link", Tooltip: "The other dbcanary boards",
-			Tags: []string{"dbcanary"}, AsDropdown: true, IncludeVars: true, KeepTime: true}},
-		Templating: grafana.Templating{List: []grafana.Variable{
-			// current "default": Grafana's default Prometheus until the user picks one.
-			{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus", Current: map[string]any{"text": "default", "value": "default"}, Options: []any{}},
-			{Name: "target", Label: "Target", Type: "query", Datasource: ds, Query: grafana.VariableQuery{Query: q, RefID: "target"},
-				Definition: q, Refresh: 2, Multi: true, IncludeAll: true, AllValue: ".*", Sort: 1,
-				Current: map[string]any{"text": []string{"All"}, "value": []string{"$__all"}}, Options: []any{}},
-		}},
-	}}
+		Annotation(dashboard.NewAnnotationQueryBuilder().BuiltIn(1).Name("Annotations & Alerts").Type("dashboard").
+			Datasource(common.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
+			Enable(true).Hide(true).IconColor("rgba(0, 211, 255, 1)")).
+		Link(dashboard.NewDashboardLinkBuilder("dbcanary boards").Type(dashboard.DashboardLinkTypeDashboards).
+			Icon("external link").Tooltip("The other dbcanary boards").Tags([]string{"dbcanary"}).
+			AsDropdown(true).TargetBlank(false).IncludeVars(true).KeepTime(true)).
+		// current "default": Grafana's default Prometheus until the user picks one.
+		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus").
+			Multi(false).IncludeAll(false).Hide(dashboard.VariableHideDontHide).
+			Current(dashboard.VariableOption{Text: one("default"), Value: one("default")})).
+		WithVariable(dashboard.NewQueryVariableBuilder("target").Label("Target").Datasource(ds).
+			// The Prometheus datasource's form of a variable query.
+			Query(dashboard.StringOrMap{Map: map[string]any{"query": q, "refId": "target"}}).Definition(q).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Multi(true).IncludeAll(true).AllValue(".*").
+			Sort(dashboard.VariableSortAlphabeticalAsc).Hide(dashboard.VariableHideDontHide).
+			Current(dashboard.VariableOption{Text: list("All"), Value: list("$__all")}))
+	return &board{d: d}
+}
+
+// build returns the board. Two fields the builders cannot set are set here:
+// the schema version, and no placement on the link and annotation (the SDK
+// defaults both to "inControlsMenu", which moves them out of their usual
+// place in Grafana versions with a controls menu).
+func (b *board) build() (dashboard.Dashboard, error) {
+	d, err := b.d.Build()
+	if err != nil {
+		return d, err
+	}
+	d.SchemaVersion = SchemaVersion
+	for i := range d.Links {
+		d.Links[i].Placement = nil
+	}
+	for i := range d.Annotations.List {
+		d.Annotations.List[i].Placement = nil
+	}
+	return d, nil
 }
 
 func (b *board) row(title string) {
@@ -50,67 +94,81 @@ func (b *board) row(title string) {
 		b.x, b.y = 0, b.y+8
 	}
 	b.nextID++
-	b.d.Panels = append(b.d.Panels, grafana.Panel{ID: b.nextID, Type: "row", Title: title, GridPos: grafana.GridPos{H: 1, W: 24, X: 0, Y: b.y}, Panels: []grafana.Panel{}})
+	b.d.WithRow(dashboard.NewRowBuilder(title).Id(b.nextID).GridPos(dashboard.GridPos{H: 1, W: 24, X: 0, Y: b.y}))
 	b.y++
 }
 
-// add places a panel; stat panels are 4 wide, the rest 8.
-func (b *board) add(p grafana.Panel) {
-	w := 8
-	if p.Type == "stat" {
-		w = 4
-	}
+// place returns the next panel's id and position for a panel w wide.
+func (b *board) place(w uint32) (uint32, dashboard.GridPos) {
 	if b.x+w > 24 {
 		b.x, b.y = 0, b.y+8
 	}
 	b.nextID++
-	p.ID = b.nextID
-	p.GridPos = grafana.GridPos{H: 8, W: w, X: b.x, Y: b.y}
-	p.Datasource = ds
+	pos := dashboard.GridPos{H: 8, W: w, X: b.x, Y: b.y}
 	b.x += w
-	b.d.Panels = append(b.d.Panels, p)
+	return b.nextID, pos
+}
+
+// addStat places a stat panel, 4 wide.
+func (b *board) addStat(p *stat.PanelBuilder) {
+	id, pos := b.place(4)
+	b.d.WithPanel(p.Id(id).GridPos(pos))
+}
+
+// addTimeseries places a timeseries panel, 8 wide.
+func (b *board) addTimeseries(p *timeseries.PanelBuilder) {
+	id, pos := b.place(8)
+	b.d.WithPanel(p.Id(id).GridPos(pos))
 }
 
 type query struct{ expr, legend string }
 
-func f64(v float64) *float64 { return &v }
-
-// steps builds thresholds: green base, then each (color, value).
-func steps(cv ...any) *grafana.Thresholds {
-	t := &grafana.Thresholds{Mode: "absolute", Steps: []grafana.Step{{Color: "green"}}}
+// steps builds absolute thresholds: green base, then each (color, value).
+func steps(cv ...any) *dashboard.ThresholdsConfigBuilder {
+	s := []dashboard.Threshold{{Color: "green"}}
 	for i := 0; i+1 < len(cv); i += 2 {
-		t.Steps = append(t.Steps, grafana.Step{Color: cv[i].(string), Value: f64(cv[i+1].(float64))})
+		s = append(s, dashboard.Threshold{Color: cv[i].(string), Value: cog.ToPtr(cv[i+1].(float64))})
 	}
-	return t
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(s)
 }
 
-func timeseries(title, desc, unit string, th *grafana.Thresholds, qs ...query) grafana.Panel {
-	style := "off"
-	if len(th.Steps) > 1 {
-		style = "line+area"
+// promQuery is query i of a panel (refId A, B, ...) on the datasource variable.
+func promQuery(i int, q query) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().RefId(string(rune('A' + i))).Datasource(ds).Expr(q.expr).LegendFormat(q.legend)
+}
+
+// timeseriesPanel draws queries over time with lines at the thresholds (none
+// if th has only its base step).
+func timeseriesPanel(title, desc, unit string, th *dashboard.ThresholdsConfigBuilder, qs ...query) *timeseries.PanelBuilder {
+	style := common.GraphThresholdsStyleModeOff
+	if t, err := th.Build(); err == nil && len(t.Steps) > 1 {
+		style = common.GraphThresholdsStyleModeLineAndArea
 	}
-	p := grafana.Panel{Type: "timeseries", Title: title, Description: desc,
-		FieldConfig: &grafana.FieldConfig{Defaults: grafana.FieldDefaults{Unit: unit, Min: f64(0), Thresholds: th, Mappings: []any{},
-			Color:  map[string]any{"mode": "palette-classic"},
-			Custom: map[string]any{"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0, "showPoints": "never", "spanNulls": false, "thresholdsStyle": map[string]any{"mode": style}}},
-			Overrides: []any{}},
-		Options: map[string]any{"legend": map[string]any{"displayMode": "table", "placement": "bottom", "calcs": []string{"lastNotNull", "max"}, "showLegend": true},
-			"tooltip": map[string]any{"mode": "multi", "sort": "desc"}}}
+	p := timeseries.NewPanelBuilder().Title(title).Description(desc).Datasource(ds).
+		Unit(unit).Min(0).Thresholds(th).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdPaletteClassic)).
+		DrawStyle(common.GraphDrawStyleLine).LineWidth(1).FillOpacity(0).ShowPoints(common.VisibilityModeNever).
+		SpanNulls(common.BoolOrFloat64{Bool: cog.ToPtr(false)}).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(style)).
+		Legend(common.NewVizLegendOptionsBuilder().DisplayMode(common.LegendDisplayModeTable).Placement(common.LegendPlacementBottom).
+			Calcs([]string{"lastNotNull", "max"}).ShowLegend(true)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
 	for i, q := range qs {
-		p.Targets = append(p.Targets, grafana.Target{RefID: string(rune('A' + i)), Datasource: ds, Expr: q.expr, LegendFormat: q.legend, Range: true})
+		p.WithTarget(promQuery(i, q).Range())
 	}
 	return p
 }
 
-func stat(title, desc, unit string, th *grafana.Thresholds, q query) grafana.Panel {
-	p := timeseries(title, desc, unit, th, q)
-	p.Type = "stat"
-	p.FieldConfig.Defaults.Custom = nil
-	p.FieldConfig.Defaults.Color = map[string]any{"mode": "thresholds"}
-	p.Options = map[string]any{"colorMode": "background", "graphMode": "none", "justifyMode": "auto", "orientation": "auto", "textMode": "value_and_name",
-		"reduceOptions": map[string]any{"calcs": []string{"lastNotNull"}, "fields": "", "values": false}}
-	p.Targets[0].Range, p.Targets[0].Instant = false, true
-	return p
+// statPanel shows the last value of one instant query, coloured by the thresholds.
+func statPanel(title, desc, unit string, th *dashboard.ThresholdsConfigBuilder, q query) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().Title(title).Description(desc).Datasource(ds).
+		Unit(unit).Min(0).Thresholds(th).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdThresholds)).
+		ColorMode(common.BigValueColorModeBackground).GraphMode(common.BigValueGraphModeNone).
+		JustifyMode(common.BigValueJustifyModeAuto).Orientation(common.VizOrientationAuto).
+		TextMode(common.BigValueTextModeValueAndName).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Fields("").Values(false)).
+		WithTarget(promQuery(0, q).Instant())
 }
 
 // m renders a selector with the backend, extra matchers and the target matcher.
@@ -162,7 +220,7 @@ func newBoardData(b *baseline.File) (*boardData, error) {
 }
 
 // latencySteps are the warning and critical bounds of an op (base only if none).
-func (d *boardData) latencySteps(backend, op, phase string) *grafana.Thresholds {
+func (d *boardData) latencySteps(backend, op, phase string) *dashboard.ThresholdsConfigBuilder {
 	t, ok := d.thresholds[key(backend, op, phase)]
 	if !ok {
 		return steps()
@@ -196,16 +254,16 @@ func (d *boardData) hasAlertFigure(backend string, phase bool) bool {
 	return false
 }
 
-func overview(d *boardData, backends []backend) grafana.Dashboard {
+func overview(d *boardData, backends []backend) (dashboard.Dashboard, error) {
 	f := d.b.Factors
 	budget := 1 - d.b.Policy.SLOObjective
 	bd := newBoard("dbcanary-overview", "dbcanary / Overview",
 		"Every target dbcanary probes: availability, errors, latency against the documented baselines (baselines/*.yaml), throughput.", "")
 	for _, be := range backends {
 		bd.row(be.Title)
-		bd.add(stat(be.Title+" targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
+		bd.addStat(statPanel(be.Title+" targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
 			query{fmt.Sprintf("min by (target) (%s)", m("dbcanary_target_up", be.Name)), "{{target}}"}))
-		bd.add(timeseries(be.Title+" error ratio", fmt.Sprintf("Failed ops / attempts over 5m. Lines: the %s error budget (SLO %s) and the %s warning.",
+		bd.addTimeseries(timeseriesPanel(be.Title+" error ratio", fmt.Sprintf("Failed ops / attempts over 5m. Lines: the %s error budget (SLO %s) and the %s warning.",
 			pct(budget), pct(d.b.Policy.SLOObjective), pct(d.b.Policy.ErrorRatioWarning)), "percentunit",
 			steps("orange", round(budget), "red", d.b.Policy.ErrorRatioWarning),
 			query{m(RecOpErrorRatio, be.Name), "{{target}} {{op}}"}))
@@ -219,7 +277,7 @@ func overview(d *boardData, backends []backend) grafana.Dashboard {
 				m(RecPhaseQuantile, be.Name, `quantile="0.99"`), RecPhaseBaseline, be.Name), "{{target}} {{op}} {{phase}}"})
 		}
 		if len(qs) > 0 {
-			bd.add(timeseries(be.Title+" p99 / baseline p99",
+			bd.addTimeseries(timeseriesPanel(be.Title+" p99 / baseline p99",
 				fmt.Sprintf("The canary's p99 over 5m divided by the documented p99 of the same op (measured under benchmark load). Lines: warning at %gx, critical at %gx (factors in the baseline file).", f.Warning, f.Critical),
 				"suffix:x", steps("orange", f.Warning, "red", f.Critical), qs...))
 		}
@@ -231,16 +289,16 @@ func overview(d *boardData, backends []backend) grafana.Dashboard {
 			latency = append(latency, query{fmt.Sprintf(`%s{backend="%s",use="alert"} and on (backend, op) group by (backend, op) (%s)`, RecLatencyBaseline, be.Name, m(RecLatencyQuantile, be.Name)), "baseline {{op}} p99"})
 			desc += " The baseline lines are the documented p99 ceilings of the same ops."
 		}
-		bd.add(timeseries(be.Title+" p50 / p99 latency", desc, "s", steps(), latency...))
-		bd.add(timeseries(be.Title+" throughput", "Ops per second by op and result, over 5m. The canary's rate is its config's, far below the benchmarks' (see the backend board).", "ops", steps(),
+		bd.addTimeseries(timeseriesPanel(be.Title+" p50 / p99 latency", desc, "s", steps(), latency...))
+		bd.addTimeseries(timeseriesPanel(be.Title+" throughput", "Ops per second by op and result, over 5m. The canary's rate is its config's, far below the benchmarks' (see the backend board).", "ops", steps(),
 			query{m(RecOpsRate, be.Name), "{{target}} {{op}} {{result}}"}))
 	}
-	return bd.d
+	return bd.build()
 }
 
 // ownPanel draws one of a backend's own panels (probes.Panel): its queries
 // select the backend, its ops and the target variable.
-func ownPanel(d *boardData, be backend, p probes.Panel) grafana.Panel {
+func ownPanel(d *boardData, be backend, p probes.Panel) *timeseries.PanelBuilder {
 	unit, lines := "s", steps()
 	switch p.Queries[0].Series {
 	case probes.SeriesLatencyVsBaseline:
@@ -275,29 +333,29 @@ func ownPanel(d *boardData, be backend, p probes.Panel) grafana.Panel {
 			queries[i] = query{m(RecBytesRate, be.Name, extra...), q.Legend}
 		}
 	}
-	return timeseries(p.Title, desc, unit, lines, queries...)
+	return timeseriesPanel(p.Title, desc, unit, lines, queries...)
 }
 
 // backendBoard is one board per backend: per-op latency against its baseline,
 // rates, errors by cause, bytes and in-flight ops.
-func backendBoard(d *boardData, be backend) grafana.Dashboard {
+func backendBoard(d *boardData, be backend) (dashboard.Dashboard, error) {
 	bd := newBoard("dbcanary-"+be.Name, "dbcanary / "+be.Title,
 		be.Title+" canary ops against the documented baselines (baselines/*.yaml).", fmt.Sprintf(`{backend="%s"}`, be.Name))
 	bd.row("Health")
-	bd.add(stat("Targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
+	bd.addStat(statPanel("Targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
 		query{m("dbcanary_target_up", be.Name), "{{target}}"}))
-	bd.add(stat("Seconds since last success", fmt.Sprintf("Per op; DbcanaryCanaryStale fires above %s.", d.b.Policy.StaleAfter), "s",
+	bd.addStat(statPanel("Seconds since last success", fmt.Sprintf("Per op; DbcanaryCanaryStale fires above %s.", d.b.Policy.StaleAfter), "s",
 		steps("orange", 60.0, "red", float64(d.b.Policy.StaleAfter)/1e9), query{fmt.Sprintf("time() - %s", m("dbcanary_last_success_timestamp_seconds", be.Name)), "{{target}} {{op}}"}))
-	bd.add(timeseries("Error ratio", "Failed ops / attempts over 5m.", "percentunit", steps("orange", round(1-d.b.Policy.SLOObjective), "red", d.b.Policy.ErrorRatioWarning),
+	bd.addTimeseries(timeseriesPanel("Error ratio", "Failed ops / attempts over 5m.", "percentunit", steps("orange", round(1-d.b.Policy.SLOObjective), "red", d.b.Policy.ErrorRatioWarning),
 		query{m(RecOpErrorRatio, be.Name), "{{target}} {{op}}"}))
-	bd.add(timeseries("Failures by cause", "Failures per second by cause over 5m; mismatch, lost and not_found are data integrity failures.", "ops", steps(),
+	bd.addTimeseries(timeseriesPanel("Failures by cause", "Failures per second by cause over 5m; mismatch, lost and not_found are data integrity failures.", "ops", steps(),
 		query{m(RecFailuresRate, be.Name), "{{target}} {{op}} {{cause}}"}))
-	bd.add(timeseries("Ops in flight", "Ops running now per target (bounded by max_in_flight; at the bound, new ops fail with cause backlog).", "none", steps(),
+	bd.addTimeseries(timeseriesPanel("Ops in flight", "Ops running now per target (bounded by max_in_flight; at the bound, new ops fail with cause backlog).", "none", steps(),
 		query{m("dbcanary_op_in_flight", be.Name), "{{target}}"}))
 
 	bd.row("Latency per op (p50 / p90 / p99, lines at the baseline thresholds)")
 	for _, p := range be.Panels {
-		bd.add(ownPanel(d, be, p))
+		bd.addTimeseries(ownPanel(d, be, p))
 	}
 	for _, op := range be.Ops {
 		if len(op.Phases) > 0 {
@@ -310,7 +368,7 @@ func backendBoard(d *boardData, be backend) grafana.Dashboard {
 			if title == "" {
 				title = op.Name + ": " + strings.Join(op.Phases, " vs ")
 			}
-			bd.add(timeseries(title, fmt.Sprintf("p50 and p99 of each phase; lines at the %s thresholds. ", last)+strings.Join(notes, " "),
+			bd.addTimeseries(timeseriesPanel(title, fmt.Sprintf("p50 and p99 of each phase; lines at the %s thresholds. ", last)+strings.Join(notes, " "),
 				"s", d.latencySteps(be.Name, op.Name, last),
 				query{m(RecPhaseQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name), `quantile=~"0.5|0.99"`), "{{target}} {{phase}} p{{quantile}}"}))
 			continue
@@ -319,32 +377,32 @@ func backendBoard(d *boardData, be backend) grafana.Dashboard {
 		if title == "" {
 			title = op.Name
 		}
-		bd.add(timeseries(title, d.figureNote(be.Name, op.Name, ""), "s", d.latencySteps(be.Name, op.Name, ""),
+		bd.addTimeseries(timeseriesPanel(title, d.figureNote(be.Name, op.Name, ""), "s", d.latencySteps(be.Name, op.Name, ""),
 			query{m(RecLatencyQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name)), "{{target}} p{{quantile}}"}))
 	}
 
 	if be.hasOp(ledger.OpCheck, "") {
 		bd.row("Durability ledger (acknowledged writes re-read at ages)")
-		bd.add(stat("Acknowledged writes missing or corrupted (24h)",
+		bd.addStat(statPanel("Acknowledged writes missing or corrupted (24h)",
 			"Ledger checks that found an acknowledged write gone or changed over the last day; DbcanaryDurabilityLoss pages on the first one. See docs/ledger.md.", "none",
 			steps("green", 0.0, "red", 1.0),
 			query{fmt.Sprintf(`sum by (target) (increase(%s[24h]))`, m("dbcanary_ledger_checks_total", be.Name, `result=~"missing|corrupted"`)), "{{target}}"}))
-		bd.add(timeseries("Ledger checks by age and result", "Checks per age (1m, 10m, 1h, ...) and result (intact, missing, corrupted) over the last hour.", "none", steps(),
+		bd.addTimeseries(timeseriesPanel("Ledger checks by age and result", "Checks per age (1m, 10m, 1h, ...) and result (intact, missing, corrupted) over the last hour.", "none", steps(),
 			query{fmt.Sprintf(`sum by (target, age, result) (increase(%s[1h]))`, m("dbcanary_ledger_checks_total", be.Name)), "{{target}} {{age}} {{result}}"}))
-		bd.add(timeseries("Ledger entries held", "Acknowledged writes the ledger holds for re-reading (bounded by ledger.max_entries).", "none", steps(),
+		bd.addTimeseries(timeseriesPanel("Ledger entries held", "Acknowledged writes the ledger holds for re-reading (bounded by ledger.max_entries).", "none", steps(),
 			query{m("dbcanary_ledger_entries", be.Name), "{{target}}"}))
-		bd.add(timeseries("Oldest ledger entry", "Age of the oldest acknowledged write still to be re-read: how far back the ledger reaches.", "s", steps(),
+		bd.addTimeseries(timeseriesPanel("Oldest ledger entry", "Age of the oldest acknowledged write still to be re-read: how far back the ledger reaches.", "s", steps(),
 			query{m("dbcanary_ledger_oldest_entry_age_seconds", be.Name), "{{target}}"}))
 	}
 
 	bd.row("Throughput")
-	bd.add(timeseries("Ops per second", "By op and result over 5m.", "ops", steps(), query{m(RecOpsRate, be.Name), "{{target}} {{op}} {{result}}"}))
-	bd.add(timeseries("Payload bytes per second", "Sent and received payload bytes over 5m.", "Bps", steps(), query{m(RecBytesRate, be.Name), "{{target}} {{op}} {{direction}}"}))
-	return bd.d
+	bd.addTimeseries(timeseriesPanel("Ops per second", "By op and result over 5m.", "ops", steps(), query{m(RecOpsRate, be.Name), "{{target}} {{op}} {{result}}"}))
+	bd.addTimeseries(timeseriesPanel("Payload bytes per second", "Sent and received payload bytes over 5m.", "Bps", steps(), query{m(RecBytesRate, be.Name), "{{target}} {{op}} {{direction}}"}))
+	return bd.build()
 }
 
 // Dashboards builds the overview and one board per backend, by file name.
-func Dashboards(b *baseline.File) (map[string]grafana.Dashboard, error) {
+func Dashboards(b *baseline.File) (map[string]dashboard.Dashboard, error) {
 	d, err := newBoardData(b)
 	if err != nil {
 		return nil, err
@@ -353,14 +411,21 @@ func Dashboards(b *baseline.File) (map[string]grafana.Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]grafana.Dashboard{"dbcanary-overview.json": overview(d, bes)}
+	ov, err := overview(d, bes)
+	if err != nil {
+		return nil, fmt.Errorf("overview board: %w", err)
+	}
+	out := map[string]dashboard.Dashboard{"dbcanary-overview.json": ov}
 	for _, be := range bes {
-		out["dbcanary-"+be.Name+".json"] = backendBoard(d, be)
+		if out["dbcanary-"+be.Name+".json"], err = backendBoard(d, be); err != nil {
+			return nil, fmt.Errorf("%s board: %w", be.Name, err)
+		}
 	}
 	return out, nil
 }
 
-// DashboardFiles renders every board as indented JSON, by file name under dashboards/.
+// DashboardFiles renders every board as indented JSON (encoding/json; the
+// SDK types carry their own JSON tags and marshalers), by file name under dashboards/.
 func DashboardFiles(b *baseline.File, _ Options) (map[string][]byte, error) {
 	boards, err := Dashboards(b)
 	if err != nil {

@@ -12,7 +12,7 @@ func TestBoardsNotEditable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, d := range boards {
-		if d.Editable {
+		if d.Editable == nil || *d.Editable {
 			t.Errorf("%s: editable", name)
 		}
 	}

@@ -1,7 +1,6 @@
 package generate
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/internal/grafana"
 	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 )
 
 // TestThresholdsOnBucketBounds: every latency threshold the rules carry is a
@@ -186,52 +188,61 @@ func TestDashboardsLint(t *testing.T) {
 	checkThresholdLines(t, b)
 }
 
-// lintBoard checks one board: unique panel ids, every panel but a row has a
-// query, every query uses the datasource and target variables, units and
-// thresholds are set.
+// lintBoard checks one board, decoded with the SDK's strict decoder: unique
+// panel ids, every panel but a row has a query, every query uses the
+// datasource and target variables, units and thresholds are set.
 func lintBoard(t *testing.T, name string, data []byte) {
 	t.Helper()
-	var db grafana.Dashboard
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&db); err != nil {
+	plugins.RegisterDefaultPlugins()
+	var db dashboard.Dashboard
+	if err := db.UnmarshalJSONStrict(data); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	vars := map[string]grafana.Variable{}
+	vars := map[string]dashboard.VariableModel{}
 	for _, v := range db.Templating.List {
 		vars[v.Name] = v
 	}
-	if vars["datasource"].Type != "datasource" || vars["target"].Type != "query" || vars["target"].Datasource == nil || vars["target"].Datasource.UID != "${datasource}" {
+	if vars["datasource"].Type != "datasource" || vars["target"].Type != "query" || !isDatasourceVar(vars["target"].Datasource) {
 		t.Errorf("%s: datasource and target variables missing or wrong: %+v", name, vars)
 	}
-	if db.UID == "" || db.SchemaVersion != grafana.SchemaVersion {
-		t.Errorf("%s: uid %q schema %d", name, db.UID, db.SchemaVersion)
+	if db.Uid == nil || *db.Uid == "" || db.SchemaVersion != SchemaVersion {
+		t.Errorf("%s: uid %v schema %d", name, db.Uid, db.SchemaVersion)
 	}
-	ids := map[int]bool{}
-	for _, p := range db.Panels {
-		where := name + ": panel " + p.Title
-		if ids[p.ID] || p.ID == 0 {
-			t.Errorf("%s: duplicate or zero id %d", where, p.ID)
-		}
-		ids[p.ID] = true
-		if p.Type == "row" {
+	ids := map[uint32]bool{}
+	for _, pr := range db.Panels {
+		if r := pr.RowPanel; r != nil {
+			if ids[r.Id] || r.Id == 0 {
+				t.Errorf("%s: row %v: duplicate or zero id %d", name, r.Title, r.Id)
+			}
+			ids[r.Id] = true
 			continue
+		}
+		p := pr.Panel
+		where := name + ": panel " + *p.Title
+		if p.Id == nil || ids[*p.Id] || *p.Id == 0 {
+			t.Errorf("%s: duplicate or zero id %v", where, p.Id)
+		} else {
+			ids[*p.Id] = true
 		}
 		if len(p.Targets) == 0 {
 			t.Errorf("%s: no query", where)
 		}
-		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+		if !isDatasourceVar(p.Datasource) {
 			t.Errorf("%s: datasource is not ${datasource}", where)
 		}
-		for _, q := range p.Targets {
-			if q.Datasource == nil || q.Datasource.UID != "${datasource}" {
-				t.Errorf("%s: query %s does not use ${datasource}", where, q.RefID)
+		qs := promQueries(p)
+		if len(qs) != len(p.Targets) {
+			t.Errorf("%s: a query is not a Prometheus query", where)
+		}
+		for _, q := range qs {
+			if !isDatasourceVar(q.Datasource) {
+				t.Errorf("%s: query %v does not use ${datasource}", where, q.RefId)
 			}
 			if !strings.Contains(q.Expr, targetMatcher) {
 				t.Errorf("%s: query %q does not filter by $target", where, q.Expr)
 			}
 		}
-		if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == "" {
+		if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == nil || *p.FieldConfig.Defaults.Unit == "" {
 			t.Errorf("%s: no unit", where)
 			continue
 		}
@@ -240,6 +251,26 @@ func lintBoard(t *testing.T, name string, data []byte) {
 			t.Errorf("%s: thresholds missing or without a base step", where)
 		}
 	}
+}
+
+// isDatasourceVar: ref is the board's datasource variable.
+func isDatasourceVar(ref *common.DataSourceRef) bool {
+	return ref != nil && ref.Uid != nil && *ref.Uid == "${datasource}"
+}
+
+// promQueries is a panel's Prometheus queries (built boards hold values,
+// decoded ones pointers).
+func promQueries(p *dashboard.Panel) []prometheus.Dataquery {
+	var out []prometheus.Dataquery
+	for _, q := range p.Targets {
+		switch q := q.(type) {
+		case prometheus.Dataquery:
+			out = append(out, q)
+		case *prometheus.Dataquery:
+			out = append(out, *q)
+		}
+	}
+	return out
 }
 
 // checkThresholdLines: every op with an alert figure in the baseline has a
@@ -256,8 +287,12 @@ func checkThresholdLines(t *testing.T, b *baseline.File) {
 	}
 	for k, pair := range d.thresholds {
 		found := false
-		for _, p := range boards["dbcanary-"+pair[0].Backend+".json"].Panels {
-			if p.FieldConfig == nil || len(p.Targets) == 0 || !strings.Contains(p.Targets[0].Expr, `op="`+pair[0].Op+`"`) {
+		for _, pr := range boards["dbcanary-"+pair[0].Backend+".json"].Panels {
+			p := pr.Panel
+			if p == nil || p.FieldConfig == nil || p.FieldConfig.Defaults.Thresholds == nil {
+				continue
+			}
+			if qs := promQueries(p); len(qs) == 0 || !strings.Contains(qs[0].Expr, `op="`+pair[0].Op+`"`) {
 				continue
 			}
 			var vals []float64

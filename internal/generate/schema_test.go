@@ -9,8 +9,9 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
-// TestBoardsStrictSchema decodes every generated board, and every committed
-// one, with the grafana-foundation-sdk's strict decoder (pinned in go.mod):
+// TestBoardsStrictSchema decodes every generated board (built with the
+// grafana-foundation-sdk's builders), and every committed one, with the SDK's
+// strict decoder (pinned in go.mod):
 // every field the dashboard schema requires is present (row panels' panels,
 // the datasource variable's current, annotations, links' icon and tooltip,
 // stat panels' orientation) and no field is unknown to it.
