@@ -450,7 +450,7 @@ func floor() *Profile {
 		},
 		tables: func(r *Report, rf refs, p Params) []Table { return []Table{floorTable(r), summaryTable(r, rf, nil)} },
 		notes: func(Params) []string {
-			return []string{"Latency counts from each op's slot in the schedule, service time from when the probe was called: at low rates the difference is how late the schedule's wake-ups are (Go's netpoller sleeps in whole milliseconds, so a timer fires up to 1 ms late), plus the hand-off to a worker."}
+			return []string{"Latency counts from each op's slot in the schedule, service time from when the probe was called: the difference is how late the op started. The worker wakes for its slot itself, on a Go timer until 1.5 ms before it and in nanosleep (1 ns timer slack) for the rest, so it starts within tens of µs; a p99 in ms is the wait for a CPU on a loaded machine (see the load average)."}
 		},
 	}
 }

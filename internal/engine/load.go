@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/scheduler"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -246,9 +247,13 @@ func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, st
 			defer wg.Done()
 			w := newWorker()
 			defer w.timer.Stop()
+			slot := scheduler.NewWaiter()
+			defer slot.Stop()
 			var out probes.Outcome
 			for j := range jobs {
-				if opCtx.Err() == nil {
+				// Handed over up to scheduler.Lead early: the op starts on
+				// this goroutine at its slot (see runner.work).
+				if slot.Until(opCtx, j.intended) && opCtx.Err() == nil {
 					l.r.execute(w, opCtx, j, &out)
 				}
 			}
@@ -263,7 +268,7 @@ func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, st
 		if !intended.Before(end) {
 			break
 		}
-		if d := time.Until(intended); d > 0 {
+		if d := time.Until(intended) - scheduler.Lead; d > 0 {
 			timer.Reset(d)
 			select {
 			case <-timer.C:

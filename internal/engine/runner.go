@@ -176,7 +176,9 @@ func (r *runner) start() {
 	r.wg.Add(1 + r.target.MaxInFlight + 1)
 	go func() {
 		defer r.wg.Done()
-		scheduler.Run(schedCtx, time.Now(), entries, func(i int, intended time.Time) {
+		// Each run is handed to a worker up to scheduler.Lead before its
+		// slot; the worker waits for the slot itself (see work).
+		scheduler.RunAhead(schedCtx, time.Now(), entries, scheduler.Lead, func(i int, intended time.Time) {
 			r.enqueue(job{op: scheduled[i], intended: intended})
 		})
 	}()
@@ -240,12 +242,20 @@ func (r *runner) enqueue(j job) {
 func (r *runner) work(w *worker, schedCtx, opCtx context.Context) {
 	defer r.wg.Done()
 	defer w.timer.Stop()
+	// The op starts on this goroutine at its slot: no hand-off after the
+	// wake-up, and a wake-up within tens of µs instead of the Go timer's
+	// 0..1 ms (scheduler.Waiter).
+	slot := scheduler.NewWaiter()
+	defer slot.Stop()
 	var out probes.Outcome
 	for {
 		select {
 		case <-schedCtx.Done():
 			return
 		case j := <-r.jobs:
+			if !slot.Until(schedCtx, j.intended) {
+				return
+			}
 			r.execute(w, opCtx, j, &out)
 		}
 	}
