@@ -9,6 +9,8 @@
 #   module zip with its own go.mod.
 # - opensearch-benchmark writes ~/.benchmark: HOME and BENCHMARK_HOME are
 #   redirected; it prints its table only on a TTY: --results-file.
+# - latte: only on crates.io (cargo install, --locked); its workloads are
+#   the crate's workloads/basic/*.rn, copied from the cargo registry.
 # - Every tool binds to 127.0.0.1 targets only; runs are wrapped in timeout.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -65,6 +67,19 @@ install_osb() {
   [ -x "$OSB_VENV/bin/opensearch-benchmark" ] && return 0
   log "opensearch-benchmark: pip install opensearch-benchmark==2.4.0 into $OSB_VENV"
   python3 -m venv "$OSB_VENV" && "$OSB_VENV/bin/pip" install -q opensearch-benchmark==2.4.0 >&2
+}
+
+install_latte() {
+  LATTE=$PEERS/latte/bin/latte; LATTE_WL=$PEERS/latte-workloads
+  if [ ! -x "$LATTE" ]; then
+    command -v cargo >/dev/null || die "latte needs cargo (rustup) to build"
+    log "latte: cargo install latte-cli@0.29.0 --locked (about 7-12 min on 2 cores, once)"
+    CARGO_HOME=$PEERS/cargo-home CARGO_TARGET_DIR=$PEERS/cargo-target \
+      cargo install latte-cli@0.29.0 --locked --root "$PEERS/latte" -j 2 >&2 || die "latte build"
+  fi
+  if [ ! -s "$LATTE_WL/read.rn" ]; then
+    mkdir -p "$LATTE_WL" && cp "$PEERS"/cargo-home/registry/src/*/latte-cli-0.29.0/workloads/basic/*.rn "$LATTE_WL/"
+  fi
 }
 
 # stack_env NAME: export the server's connection facts (starts it if needed; never stops it).
