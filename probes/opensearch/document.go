@@ -136,16 +136,19 @@ func opDoc(instance, run string, seq uint64, now time.Time, bodyWords int, r *ra
 	return d
 }
 
-// fill writes title, abstract and body from the vocabulary and plants phrase in the body.
+// fill writes title, abstract and body from the vocabulary and plants phrase
+// in the body, before its word number at (drawn before the body's words).
+// It makes its draws in a fixed order, so a reference document of a given seed
+// is the same in every version; the body is written in one pass (a bulk of
+// 500 documents spends its client time here).
 func fill(d *Document, r *rand.Rand, bodyWords int, phrase string) {
 	d.Title = capitalize(words(r, 6+r.IntN(5)))
 	d.Abstract = sentences(r, 30+r.IntN(20))
 	at := r.IntN(bodyWords)
-	body := sentences(r, bodyWords)
-	// Insert the phrase between two words of the body.
-	w := strings.Fields(body)
-	w = append(w[:at], append(strings.Fields(phrase), w[at:]...)...)
-	d.Body = strings.Join(w, " ")
+	var b strings.Builder
+	b.Grow(bodyWords*9 + len(phrase) + 1)
+	writeSentences(&b, r, bodyWords, at, phrase)
+	d.Body = b.String()
 }
 
 func words(r *rand.Rand, n int) string {
@@ -162,16 +165,37 @@ func words(r *rand.Rand, n int) string {
 // sentences returns n words cut into sentences of 8 to 20 words.
 func sentences(r *rand.Rand, n int) string {
 	var b strings.Builder
+	b.Grow(n * 9)
+	writeSentences(&b, r, n, -1, "")
+	return b.String()
+}
+
+// writeSentences writes n words cut into sentences of 8 to 20 words, each
+// capitalized and ended by a period, with phrase (if any) inserted before
+// word number at: "... w(at-1) PHRASE w(at) ...".
+func writeSentences(b *strings.Builder, r *rand.Rand, n, at int, phrase string) {
+	i := 0
 	for n > 0 {
 		k := min(n, 8+r.IntN(13))
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		for j := range k {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if i == at {
+				b.WriteString(phrase)
+				b.WriteByte(' ')
+			}
+			w := fillerWords[r.IntN(len(fillerWords))]
+			if j == 0 {
+				b.WriteString(strings.ToUpper(w[:1]))
+				w = w[1:]
+			}
+			b.WriteString(w)
+			i++
 		}
-		b.WriteString(capitalize(words(r, k)))
 		b.WriteByte('.')
 		n -= k
 	}
-	return b.String()
 }
 
 func capitalize(s string) string {

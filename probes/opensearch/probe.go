@@ -1,6 +1,7 @@
 package opensearch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -278,19 +279,26 @@ func (p *Probe) indexOne(ctx context.Context, index string, out *probes.Outcome)
 
 func (p *Probe) bulk(ctx context.Context, index string, out *probes.Outcome) error {
 	docs := make([]Document, p.cfg.BulkSize)
-	var b strings.Builder
+	alias := mustJSON(writeAlias(index))
+	var b bytes.Buffer
 	for i := range docs {
 		docs[i] = p.newDoc()
+		doc := mustJSON(docs[i])
+		if i == 0 {
+			// One allocation for the whole body: the first document's size
+			// (plus the action line) is what every other one is near.
+			b.Grow(len(docs) * (len(doc) + len(alias) + len(docs[i].ID) + 64))
+		}
 		b.WriteString(`{"create":{"_index":`)
-		b.Write(mustJSON(writeAlias(index)))
+		b.Write(alias)
 		b.WriteString(`,"_id":`)
 		b.Write(mustJSON(docs[i].ID))
 		b.WriteString("}}\n")
-		b.Write(mustJSON(docs[i]))
+		b.Write(doc)
 		b.WriteByte('\n')
 	}
 	out.Sent = time.Now()
-	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), []byte(b.String()), "", out); err != nil {
+	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), b.Bytes(), "", out); err != nil {
 		return err
 	}
 	for _, d := range docs {
@@ -307,13 +315,15 @@ func (p *Probe) bulkRequest(ctx context.Context, what string, body []byte, refre
 		q.Set("refresh", refresh)
 	}
 	var res struct {
-		Errors bool                         `json:"errors"`
-		Items  []map[string]json.RawMessage `json:"items"`
+		Errors bool `json:"errors"`
+		// Items are decoded only when errors is true: counting them is all a
+		// successful bulk of hundreds of items needs.
+		Items []json.RawMessage `json:"items"`
 	}
 	if _, err := p.call(ctx, request{what: what, method: http.MethodPost, path: "/_bulk", query: q, body: body, ndjson: true}, out, &res, http.StatusOK); err != nil {
 		return err
 	}
-	want := strings.Count(string(body), "\n") / 2
+	want := bytes.Count(body, []byte{'\n'}) / 2
 	if len(res.Items) != want {
 		return probes.Fail(probes.CauseServer, fmt.Errorf("opensearch target %s: %s: %d items in the response, want %d", p.target, what, len(res.Items), want))
 	}
@@ -322,7 +332,11 @@ func (p *Probe) bulkRequest(ctx context.Context, what string, body []byte, refre
 	}
 	failed := 0
 	var first error
-	for _, it := range res.Items {
+	for _, rawItem := range res.Items {
+		var it map[string]json.RawMessage
+		if json.Unmarshal(rawItem, &it) != nil {
+			continue
+		}
 		for _, raw := range it {
 			var item struct {
 				Status int             `json:"status"`

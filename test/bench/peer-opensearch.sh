@@ -7,7 +7,11 @@
 #                                     unthrottled (8 clients), then at 20 ops/s
 #
 # Env: SECS (search task length, default 15), DOCS (corpus size, default 20000), PEERS, BENCH_OUT.
-# The corpus mimics dbcanary's documents (keyword topic, a 200-word body);
+# The corpus is dbcanary's own document shape (id, instance, kind, topic, seq,
+# date, a 6-10 word title, a 30-49 word abstract, a 200-word body with a planted
+# phrase, the probe's vocabulary read from probes/opensearch/document.go, the
+# probe's mapping), and dbcanary's bulk stage indexes the same number of
+# documents ($DOCS, no warm-up) as OSB's index-append;
 # the term query filters a keyword field and returns one or two documents,
 # as the probe's search_term does (which also checks the hits are exactly right).
 source "$(dirname "$0")/peers-lib.sh"
@@ -15,24 +19,38 @@ SECS=${SECS:-15}; DOCS=${DOCS:-20000}
 install_osb
 stack_env opensearch
 DBC=$(dbcanary_bin)
-WL=$PEERS/osb-workload/side-by-side-$DOCS-$SECS
+WL=$PEERS/osb-workload/side-by-side-v2-$DOCS-$SECS
 if [ ! -s "$WL/workload.json" ]; then
   mkdir -p "$WL"
-  python3 - "$WL" "$DOCS" "$SECS" <<'PY'
-import json, os, random, sys
+  ROOT=$ROOT python3 - "$WL" "$DOCS" "$SECS" <<'PY'
+import json, os, random, re, sys
 wl, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(7)
-words = ("cell protein gene expression tumor cancer patient clinical trial study analysis model data signal "
-         "receptor binding pathway mutation sequence genome virus infection immune response treatment dose").split()
-topics = ["oncology", "cardiology", "neurology", "immunology", "genomics", "virology", "epidemiology", "pharmacology"]
+# The same document as the probe's index and bulk ops write (probes/opensearch/document.go):
+# its vocabulary, topics and planted phrases read from the source, the same fields and lengths.
+src = open(os.path.join(os.environ["ROOT"], "probes/opensearch/document.go")).read()
+words = re.search(r"fillerWords = strings.Fields\(`([^`]*)`\)", src).group(1).split()
+topics = re.findall(r'"(\w+)"', re.search(r"topics = \[\]string\{([^}]*)\}", src).group(1))
+phrases = re.findall(r'"([^"]+)"', re.search(r"phrases = \[\]string\{([^}]*)\}", src).group(1))
+def wordlist(k): return " ".join(rng.choice(words) for _ in range(k))
+def cap(t): return t[:1].upper() + t[1:]
+def sentences(k):
+    out = []
+    while k > 0:
+        m = min(k, 8 + rng.randrange(13)); out.append(cap(wordlist(m)) + "."); k -= m
+    return " ".join(out)
 with open(os.path.join(wl, "documents.json"), "w") as f:
     for i in range(n):
-        kind = "ref" if i < 12 else "bulk"
-        f.write(json.dumps({"instance": "osb", "kind": kind, "topic": topics[i % 8], "seq": i,
-                            "body": " ".join(rng.choice(words) for _ in range(200))}) + "\n")
+        kind = "ref" if i < 12 else "op"
+        body = sentences(200).split(" "); at = rng.randrange(200)
+        body[at:at] = rng.choice(phrases).split(" ")
+        f.write(json.dumps({"id": "osb-run-%d" % i, "instance": "osb", "kind": kind, "topic": topics[i % len(topics)],
+                            "seq": i, "date": "2026-11-24T00:00:00.000Z", "title": cap(wordlist(6 + rng.randrange(5))),
+                            "abstract": sentences(30 + rng.randrange(20)), "body": " ".join(body)}) + "\n")
 json.dump({"settings": {"index.number_of_shards": 1, "index.number_of_replicas": 0, "index.refresh_interval": "1s"},
-           "mappings": {"dynamic": "strict", "properties": {"instance": {"type": "keyword"}, "kind": {"type": "keyword"},
-               "topic": {"type": "keyword"}, "seq": {"type": "long"}, "body": {"type": "text"}}}},
+           "mappings": {"dynamic": "strict", "properties": {"id": {"type": "keyword"}, "instance": {"type": "keyword"}, "kind": {"type": "keyword"},
+               "topic": {"type": "keyword"}, "seq": {"type": "long"}, "date": {"type": "date", "format": "strict_date_optional_time"},
+               "title": {"type": "text"}, "abstract": {"type": "text"}, "body": {"type": "text"}}}},
           open(os.path.join(wl, "index.json"), "w"), indent=2)
 q = {"query": {"bool": {"filter": [{"term": {"instance": "osb"}}, {"term": {"kind": "ref"}}, {"term": {"topic": "oncology"}}]}},
      "size": 17, "track_total_hits": True}
@@ -70,6 +88,11 @@ targets:
     backend: opensearch
     opensearch: {addresses: ["$DBCANARY_TEST_OPENSEARCH_URL"], replicas: 0}
 CONF
+BULKS=$((DOCS / 500))
+log "dbcanary bench --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
+  --json "$OUT/dbcanary-bulk.json" > "$OUT/dbcanary-bulk.txt" 2> "$OUT/dbcanary-bulk.err" \
+  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk.err")"
 log "dbcanary bench --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
 "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
   --json "$OUT/dbcanary-closed.json" --html "$OUT/dbcanary-closed.html" > "$OUT/dbcanary-closed.txt" 2> "$OUT/dbcanary-closed.err" \
@@ -84,7 +107,7 @@ C=$OUT/dbcanary-closed.json; R=$OUT/dbcanary-20rps.json
 echo
 echo "OpenSearch side by side: $DOCS docs bulk (500/request, 8 clients); term query 8 clients unthrottled, then 20 ops/s; ${SECS}s; outputs in $OUT"
 header "figure" "OSB"
-row "index-append mean throughput (docs/s)" "$(osb "Mean Throughput" index-append)" "$(jsonq "$C" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")"
+row "index-append mean throughput (docs/s)" "$(osb "Mean Throughput" index-append)" "$(jsonq "$OUT/dbcanary-bulk.json" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")"
 row "term mean throughput, unthrottled (ops/s)" "$(osb "Mean Throughput" term)" "$(st "$C" term "['throughput_ops_per_s']")"
 row "term latency p50, unthrottled (µs)" "$(ms2us "$(osb "50th percentile latency" term)")" "$(ms2us "$(st "$C" term "['latency_ms']['p50']")")"
 row "term at 20 ops/s: throughput (ops/s)" "$(osb "Mean Throughput" term-20rps)" "$(st "$R" term "['throughput_ops_per_s']")"
