@@ -200,3 +200,21 @@ func TestRunAheadDispatchesWithinLead(t *testing.T) {
 		}
 	}
 }
+
+// The precise phase's rate budget: a burst of waits gets at most the burst
+// (plus what accrues meanwhile), then falls back; waits within the rate pass.
+func TestPreciseRateBudget(t *testing.T) {
+	preciseTAT.Store(0)
+	t0 := time.Now()
+	ok := 0
+	for range 10 * preciseBurst {
+		if allowPrecise() {
+			ok++
+		}
+	}
+	accrued := int(time.Since(t0)*MaxPreciseRate/time.Second) + 1
+	if ok < preciseBurst || ok > preciseBurst+accrued {
+		t.Fatalf("a burst of %d waits got %d precise, want %d (+%d accrued)", 10*preciseBurst, ok, preciseBurst, accrued)
+	}
+	preciseTAT.Store(0) // leave the budget full for the other tests
+}
