@@ -45,7 +45,8 @@ targets:
       profile: ycsb_a
 CONF
 
-lt() { CASSANDRA_USER=$DBCANARY_TEST_CASSANDRA_USER CASSANDRA_PASSWORD=$PW timeout $((SECS + 120)) "$LATTE" "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
+# latte writes a log file into its working directory: run it in $OUT.
+lt() { (cd "$OUT" && CASSANDRA_USER=$DBCANARY_TEST_CASSANDRA_USER CASSANDRA_PASSWORD=$PW timeout $((SECS + 120)) "$LATTE" "$@" 2>&1) | sed -u 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
 log "latte schema + load read.rn (10000 rows) on $HOSTPORT"
 lt schema "$LATTE_WL/read.rn" -P rows=10000 "$HOSTPORT" > "$OUT/latte-schema.txt" || die "latte schema: $(tail -5 "$OUT/latte-schema.txt")"
 lt load "$LATTE_WL/read.rn" -P rows=10000 -q "$HOSTPORT" > "$OUT/latte-load.txt" || die "latte load: $(tail -5 "$OUT/latte-load.txt")"
