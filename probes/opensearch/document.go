@@ -268,3 +268,45 @@ func sameIDs(want, got []string) string {
 	}
 	return "missing " + strings.Join(missing, " ") + "; unexpected " + strings.Join(extra, " ")
 }
+
+// appendJSON appends d as encoding/json marshals it, byte for byte (field
+// order, escaping), without reflection: a bulk writes hundreds of documents
+// per request, and this is most of the client's work after generating them.
+func (d *Document) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, d.ID)
+	b = append(b, `,"instance":`...)
+	b = appendJSONString(b, d.Instance)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, d.Kind)
+	b = append(b, `,"topic":`...)
+	b = appendJSONString(b, d.Topic)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, d.Seq, 10)
+	b = append(b, `,"date":`...)
+	b = appendJSONString(b, d.Date)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, d.Title)
+	b = append(b, `,"abstract":`...)
+	b = appendJSONString(b, d.Abstract)
+	b = append(b, `,"body":`...)
+	b = appendJSONString(b, d.Body)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json does:
+// printable ASCII other than " \ < > & is copied; any other string is left
+// to encoding/json (control characters, HTML escaping, U+2028/9, invalid
+// UTF-8), so the bytes are always the same as json.Marshal's.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

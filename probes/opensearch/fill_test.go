@@ -74,3 +74,44 @@ func BenchmarkFill(b *testing.B) {
 		})
 	}
 }
+
+// appendJSON writes what encoding/json writes, byte for byte, for generated
+// documents and for strings that need escaping.
+func TestAppendJSONSameAsEncodingJSON(t *testing.T) {
+	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	odd := []string{"", "plain", `quo"te`, `back\slash`, "<html>&amp;", "tab\there", "nl\n", "\x00\x1f\x7f",
+		"é ünïcödé", "\u2028\u2029", "bad \xff utf8", "pod-7f9c-x_1.a"}
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		d := opDoc(odd[int(seed)%len(odd)], "run", seed, now, 1+int(seed%250), r)
+		if seed%3 == 0 {
+			d.Title, d.ID = odd[int(seed/3)%len(odd)], odd[int(seed/7)%len(odd)]
+		}
+		got, want := string(d.appendJSON(nil)), string(mustJSON(d))
+		if got != want {
+			t.Fatalf("seed %d:\n got  %s\n want %s", seed, got, want)
+		}
+	}
+	for _, s := range odd {
+		if got, want := string(appendJSONString(nil, s)), string(mustJSON(s)); got != want {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
+
+func BenchmarkDocJSON(b *testing.B) {
+	d := opDoc("inst", "run", 1, time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), 200, rand.New(rand.NewPCG(1, 2)))
+	b.Run("appendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 4096)
+		for range b.N {
+			buf = d.appendJSON(buf[:0])
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_ = mustJSON(d)
+		}
+	})
+}

@@ -280,25 +280,25 @@ func (p *Probe) indexOne(ctx context.Context, index string, out *probes.Outcome)
 func (p *Probe) bulk(ctx context.Context, index string, out *probes.Outcome) error {
 	docs := make([]Document, p.cfg.BulkSize)
 	alias := mustJSON(writeAlias(index))
-	var b bytes.Buffer
+	var b []byte
 	for i := range docs {
 		docs[i] = p.newDoc()
-		doc := mustJSON(docs[i])
+		b = append(b, `{"create":{"_index":`...)
+		b = append(b, alias...)
+		b = append(b, `,"_id":`...)
+		b = appendJSONString(b, docs[i].ID)
+		b = append(b, "}}\n"...)
+		start := len(b)
+		b = docs[i].appendJSON(b)
+		b = append(b, '\n')
 		if i == 0 {
-			// One allocation for the whole body: the first document's size
-			// (plus the action line) is what every other one is near.
-			b.Grow(len(docs) * (len(doc) + len(alias) + len(docs[i].ID) + 64))
+			// One allocation for the whole body: the first document's
+			// lines are what every other one's are near.
+			b = slices.Grow(b, (len(docs)-1)*(len(b)-start+len(alias)+len(docs[i].ID)+64))
 		}
-		b.WriteString(`{"create":{"_index":`)
-		b.Write(alias)
-		b.WriteString(`,"_id":`)
-		b.Write(mustJSON(docs[i].ID))
-		b.WriteString("}}\n")
-		b.Write(doc)
-		b.WriteByte('\n')
 	}
 	out.Sent = time.Now()
-	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), b.Bytes(), "", out); err != nil {
+	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), b, "", out); err != nil {
 		return err
 	}
 	for _, d := range docs {
