@@ -117,7 +117,10 @@ func (p *Probe) beat(ctx context.Context) error {
 
 // serverNow refreshes the heartbeat and returns the server's time of that
 // write (its Last-Modified): the collector measures ages with the store's
-// clock, so a skewed local clock cannot make live runs look abandoned.
+// clock, so a skewed local clock cannot make live runs look abandoned. The
+// Last-Modified header has whole seconds (listings have milliseconds), so
+// this "now" is up to 1 s early: ages come out up to 1 s short, on the side
+// of keeping objects.
 func (p *Probe) serverNow(ctx context.Context) (time.Time, error) {
 	if err := p.beat(ctx); err != nil {
 		return time.Time{}, err

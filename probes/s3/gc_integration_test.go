@@ -167,7 +167,9 @@ func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 	if res := collectOnce(t, collector); res.Deleted != 0 {
 		t.Fatalf("first pass deleted %d objects: %+v", res.Deleted, res)
 	}
-	time.Sleep(abandoned + 500*time.Millisecond)
+	// abandoned_after, plus the collector's "now" being up to 1 s early (the
+	// heartbeat's Last-Modified header has whole seconds), plus slack.
+	time.Sleep(abandoned + 1500*time.Millisecond)
 	// Bounded passes: 4 keys listed per pass; the collector resumes where it stopped.
 	collector.gcMaxListed = 4
 	passes, deleted := 0, 0
