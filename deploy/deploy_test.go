@@ -761,6 +761,21 @@ func TestKustomizeSidecar(t *testing.T) {
 		t.Errorf("config volume %+v does not use the generated ConfigMap %s", v, cm.Name)
 	}
 	checkConfig(t, cm)
+	// The durability ledger's state_dir is a writable volume (the root filesystem is read-only).
+	if !strings.Contains(cm.Data["dbcanary.yaml"], "state_dir: /var/lib/dbcanary") {
+		t.Error("the sidecar config sets no global.state_dir: its ledger would live in memory")
+	}
+	mounted := false
+	for _, m := range canary.VolumeMounts {
+		if m.MountPath == "/var/lib/dbcanary" && !m.ReadOnly {
+			for _, v := range pod.Volumes {
+				mounted = mounted || v.Name == m.Name && v.EmptyDir != nil
+			}
+		}
+	}
+	if !mounted {
+		t.Error("no writable volume at /var/lib/dbcanary for the durability ledger")
+	}
 }
 
 func TestBinaryIsStatic(t *testing.T) {

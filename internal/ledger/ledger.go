@@ -104,6 +104,7 @@ type Ledger struct {
 	refs    int
 	warned  bool // the full-ledger warning was logged
 	seq     *counters
+	tally   tally // the checks' results, for Status
 }
 
 var (
@@ -353,6 +354,7 @@ func (l *Ledger) Record(d Due, r Result) (done bool, err error) {
 	defer l.mu.Unlock()
 	delete(l.busy, d.Key)
 	l.seq.count(d.Age, r)
+	l.tally.add(time.Now(), d, r)
 	i := slices.IndexFunc(l.entries, func(e Entry) bool { return e.Key == d.Key })
 	if i < 0 {
 		return false, nil // dropped meanwhile (ledger full)

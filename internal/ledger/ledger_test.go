@@ -281,3 +281,50 @@ func TestCheckCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusCountsChecksAndLastLoss(t *testing.T) {
+	SetDir(t.TempDir())
+	l := Open(Options{Target: "st", Backend: "test", Instance: "i1", Ages: []time.Duration{10 * time.Second, time.Minute}, MaxEntries: 50})
+	SetDir("")
+	defer l.Close()
+	t0 := time.Now().Add(-2 * time.Minute)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := l.Add(entry(k, t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := l.Status(time.Now())
+	if s.Entries != 3 || s.OldestEntryAge < 2*time.Minute || s.MaxEntries != 50 || s.InMemory || !strings.HasSuffix(s.File, "ledger-i1-test-st.json") ||
+		len(s.Checks) != 2 || s.Checks[0] != (AgeChecks{Age: "10s"}) || s.LastLoss != nil || !s.LastIntact.IsZero() || strings.Join(s.Ages, ",") != "10s,1m" {
+		t.Fatalf("fresh status %+v", s)
+	}
+	due := l.Take(t0.Add(15*time.Second), 3) // each at 10s
+	if len(due) != 3 {
+		t.Fatalf("due %+v", due)
+	}
+	for i, r := range []Result{Intact, Missing, Corrupted} {
+		if _, err := l.Record(due[i], r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = l.Status(time.Now())
+	if s.Checks[0] != (AgeChecks{Age: "10s", Intact: 1, Missing: 1, Corrupted: 1}) || s.Checks[1] != (AgeChecks{Age: "1m"}) ||
+		s.Losses() != 2 || s.Intact() != 1 || s.Entries != 1 || s.LastIntact.IsZero() {
+		t.Fatalf("after checks %+v", s)
+	}
+	if ll := s.LastLoss; ll == nil || ll.Key != "c" || ll.Result != Corrupted || ll.Age != "10s" || ll.Where != "t" || ll.Setting != "ONE" || !ll.Acked.Equal(t0) {
+		t.Fatalf("last loss %+v", s.LastLoss)
+	}
+	st, ok := Statuses(time.Now())[[2]string{"st", "test"}]
+	if !ok || st.Losses() != 2 {
+		t.Fatalf("Statuses: %v %+v", ok, st)
+	}
+	mem := Open(Options{Target: "st-mem", Backend: "test", Instance: "i1"})
+	if s := mem.Status(time.Now()); !s.InMemory || s.File != "" || s.Entries != 0 || s.OldestEntryAge != 0 {
+		t.Fatalf("in-memory status %+v", s)
+	}
+	mem.Close()
+	if _, ok := Statuses(time.Now())[[2]string{"st-mem", "test"}]; ok {
+		t.Error("a closed ledger is still listed")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -294,6 +295,9 @@ type TargetStatus struct {
 	State     State      `json:"state"`
 	Started   time.Time  `json:"started"`
 	Ops       []OpStatus `json:"ops"`
+	// Ledger is the target's durability ledger, when it runs one (its
+	// ledger ops are on, or it still holds or has checked entries).
+	Ledger *ledger.Status `json:"ledger,omitempty"`
 }
 
 // OpStatus is one op of a target.
@@ -354,8 +358,14 @@ func (s *Store) Snapshot() Snapshot {
 		LatencyWindowSeconds: LatencyWindow.Seconds(),
 		Targets:              []TargetStatus{},
 	}
+	ledgers := ledger.Statuses(now)
 	s.targets.Range(func(_, v any) bool {
-		out.Targets = append(out.Targets, v.(*target).snapshot(now))
+		t := v.(*target)
+		ts := t.snapshot(now)
+		if l, ok := ledgers[[2]string{t.name, t.backend}]; ok && (t.op(ledger.OpWrite) != nil || t.op(ledger.OpCheck) != nil || l.Entries > 0 || l.Intact()+l.Losses() > 0) {
+			ts.Ledger = &l
+		}
+		out.Targets = append(out.Targets, ts)
 		return true
 	})
 	sort.Slice(out.Targets, func(i, j int) bool { return out.Targets[i].Name < out.Targets[j].Name })

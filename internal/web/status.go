@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/status"
 )
 
@@ -58,6 +59,7 @@ type statusPage struct {
 type pageData struct {
 	status.Snapshot
 	Failing       []status.TargetStatus
+	Losses        []lossLine // durability ledger losses in the failure window
 	Rows          []row
 	Refresh       int
 	MetricsLink   string
@@ -87,7 +89,8 @@ func (p *statusPage) html(w http.ResponseWriter, r *http.Request) {
 	data := pageData{
 		Snapshot:      snap,
 		Failing:       snap.Failing(),
-		Rows:          rows(snap),
+		Losses:        recentLosses(snap, p.store.FailureWindow()),
+		Rows:          rows(snap, p.store.FailureWindow()),
 		Refresh:       refresh,
 		MetricsLink:   p.metricsLink,
 		FailureWindow: minutes(p.store.FailureWindow()),
@@ -126,6 +129,15 @@ type row struct {
 	Failures    template.HTML
 	Latency     template.HTML
 	Errors      []errorCells
+	// Ledger is set on a target's durability ledger row (after its ops).
+	Ledger *ledgerCells
+}
+
+// ledgerCells is a target's durability ledger row.
+type ledgerCells struct {
+	State  string // intact, loss, not_checked
+	Text   string
+	Detail template.HTML
 }
 
 type targetCells struct {
@@ -143,7 +155,29 @@ type errorCells struct {
 
 const dash template.HTML = `<span class="muted">—</span>`
 
-func rows(snap status.Snapshot) []row {
+// lossLine is a target's latest durability ledger loss, for the summary.
+type lossLine struct {
+	Target, What, Age string
+	Result            ledger.Result
+	At                time.Time
+}
+
+// recentLosses lists the targets whose ledger found an acknowledged write
+// missing or corrupted within window: the page stays red for them even
+// though the next ledger_check (other entries, intact) made the op ok again.
+func recentLosses(snap status.Snapshot, window time.Duration) []lossLine {
+	var out []lossLine
+	for _, t := range snap.Targets {
+		if t.Ledger == nil || t.Ledger.LastLoss == nil || snap.Generated.Sub(t.Ledger.LastLoss.At) > window {
+			continue
+		}
+		ll := t.Ledger.LastLoss
+		out = append(out, lossLine{Target: t.Name, What: strings.TrimSpace(ll.Where + " " + ll.Key), Age: ll.Age, Result: ll.Result, At: ll.At})
+	}
+	return out
+}
+
+func rows(snap status.Snapshot, window time.Duration) []row {
 	now := snap.Generated
 	n := 0
 	for _, t := range snap.Targets {
@@ -152,12 +186,15 @@ func rows(snap status.Snapshot) []row {
 	out := make([]row, 0, n)
 	for _, t := range snap.Targets {
 		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, State: t.State, Rowspan: max(len(t.Ops), 1)}
+		if t.Ledger != nil && len(t.Ops) > 0 {
+			tc.Rowspan++
+		}
 		if len(t.Ops) == 0 {
 			out = append(out, row{First: true, Last: true, Target: tc, NoOps: true, State: t.State})
 			continue
 		}
 		for i, o := range t.Ops {
-			r := row{First: i == 0, Last: i == len(t.Ops)-1, Op: o.Name, State: o.State, StateText: stateText(o.State),
+			r := row{First: i == 0, Last: i == len(t.Ops)-1 && t.Ledger == nil, Op: o.Name, State: o.State, StateText: stateText(o.State),
 				Since: dash, LastSuccess: ago(now, o.LastSuccess), Failures: dash, Latency: dash}
 			if i == 0 {
 				r.Target = tc
@@ -183,8 +220,70 @@ func rows(snap status.Snapshot) []row {
 			}
 			out = append(out, r)
 		}
+		if t.Ledger != nil {
+			out = append(out, row{Last: true, Op: "durability ledger", Ledger: ledgerRow(now, t.Ledger, window)})
+		}
 	}
 	return out
+}
+
+// ledgerRow says what the target's durability ledger holds and what its
+// checks found: the answer to "is an acknowledged write gone?".
+// A loss older than window no longer makes the row red; it stays named.
+func ledgerRow(now time.Time, l *ledger.Status, window time.Duration) *ledgerCells {
+	c := &ledgerCells{State: "not_checked", Text: "not yet checked"}
+	switch {
+	case l.LastLoss != nil && now.Sub(l.LastLoss.At) <= window:
+		c.State, c.Text = "loss", "write lost"
+	case l.Intact() > 0:
+		c.State, c.Text = "intact", "intact"
+	}
+	esc := template.HTMLEscapeString
+	var b strings.Builder
+	b.WriteString(`<span class="ledger-held">`)
+	b.WriteString(strconv.Itoa(l.Entries))
+	b.WriteString(" acknowledged writes held")
+	if l.Entries > 0 {
+		b.WriteString(", oldest " + strings.TrimSuffix(relative(l.OldestEntryAge), " ago"))
+	}
+	b.WriteString(" (at most " + strconv.Itoa(l.MaxEntries) + ")</span>; checks since start:")
+	for i, a := range l.Checks {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(` <span class="ledger-age">at ` + esc(a.Age) + `: ` + strconv.FormatUint(a.Intact, 10) + ` intact`)
+		if a.Missing > 0 {
+			b.WriteString(` <span class="cause">` + strconv.FormatUint(a.Missing, 10) + ` missing</span>`)
+		}
+		if a.Corrupted > 0 {
+			b.WriteString(` <span class="cause">` + strconv.FormatUint(a.Corrupted, 10) + ` corrupted</span>`)
+		}
+		b.WriteString(`</span>`)
+	}
+	if len(l.Checks) == 0 {
+		b.WriteString(` none yet (first at ` + esc(strings.Join(l.Ages, ", ")) + `)`)
+	}
+	if l.LastIntact.IsZero() {
+		b.WriteString(`; last intact check: <span class="muted">never</span>`)
+	} else {
+		b.WriteString(`; last intact check ` + string(ago(now, l.LastIntact)))
+	}
+	b.WriteString(".")
+	if ll := l.LastLoss; ll != nil {
+		b.WriteString(` <span class="ledger-loss">Last loss ` + string(stamp(now, ll.At)) + `: <code>` + esc(ll.Where+" "+ll.Key) +
+			`</code>, acknowledged ` + string(stamp(now, ll.Acked)))
+		if ll.Setting != "" {
+			b.WriteString(" (" + esc(ll.Setting) + ")")
+		}
+		b.WriteString(`, <span class="cause">` + esc(string(ll.Result)) + `</span> at the ` + esc(ll.Age) + ` check.</span>`)
+	}
+	if l.InMemory {
+		b.WriteString(` <span class="muted">Kept in memory (no global.state_dir): a restart forgets it.</span>`)
+	} else {
+		b.WriteString(` <span class="muted">Kept in <code>` + esc(l.File) + `</code>.</span>`)
+	}
+	c.Detail = template.HTML(b.String())
+	return c
 }
 
 // failures renders "failed / runs" and the count per cause.

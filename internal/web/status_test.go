@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -252,5 +253,87 @@ func BenchmarkStatusPage(b *testing.B) {
 			}
 			b.ReportMetric(float64(size), "bytes/page")
 		})
+	}
+}
+
+// TestStatusPageLedger: a target's durability ledger row says what it holds
+// and what its checks found; a recent loss keeps the page red and is named
+// in the summary even after the op is ok again.
+func TestStatusPageLedger(t *testing.T) {
+	st := demoStore()
+	st.TargetStarted("cass-led", "cassandra", []string{"insert", ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
+	now := time.Now()
+	for _, o := range []string{"insert", ledger.OpWrite, ledger.OpCheck} {
+		st.OpRecorded("cass-led", "cassandra", o, now, time.Millisecond, "", nil)
+	}
+	l := ledger.Open(ledger.Options{Target: "cass-led", Backend: "cassandra", Instance: "pod-7", Ages: []time.Duration{time.Minute, 10 * time.Minute}})
+	defer l.Close()
+	acked := now.Add(-2 * time.Minute)
+	for _, k := range []string{"k-ok", "k-<gone>"} {
+		if err := l.Add(ledger.Entry{Key: k, Where: "dbcanary.mixed_workload", Sum: ledger.Sum([]byte(k)), Acked: acked, Setting: "INSERT at ONE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newStatusHandler(t, st)
+	_, body := do(t, h, http.MethodGet, "/")
+	for _, want := range []string{
+		`<tr class="ledger not_checked">`, `<span class="ledger-state not_checked">not yet checked</span>`,
+		`2 acknowledged writes held, oldest 2m0`, `(at most 1000)`, `at 1m: 0 intact`, `Kept in memory (no global.state_dir)`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "write lost") || strings.Contains(body, `id="t-mq-main"`) && strings.Count(body, `<tr class="ledger`) != 1 {
+		t.Error("a ledger row where no ledger runs, or a loss before any check")
+	}
+	due := l.Take(now, 4)
+	if len(due) != 2 {
+		t.Fatalf("due %+v", due)
+	}
+	if _, err := l.Record(due[0], ledger.Intact); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record(due[1], ledger.Missing); err != nil {
+		t.Fatal(err)
+	}
+	_, body = do(t, h, http.MethodGet, "/")
+	for _, want := range []string{
+		`<tr class="ledger loss">`, `<span class="ledger-state loss">write lost</span>`,
+		`at 1m: 1 intact <span class="cause">1 missing</span>`, `, <span class="ledger-age">at 10m: 0 intact</span>`,
+		`<code>dbcanary.mixed_workload k-&lt;gone&gt;</code>`, `(INSERT at ONE), <span class="cause">missing</span> at the 1m check.`,
+		`durability ledger: 1 target lost an acknowledged write in the last 10 min`, `write lost — dbcanary</title>`,
+		`<a href="#t-cass-led">cass-led</a> durability ledger: <span class="cause">missing</span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page after a loss lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "k-<gone>") {
+		t.Error("a ledger key was not escaped")
+	}
+	// The target's cells span its op rows and the ledger row.
+	if !regexp.MustCompile(`<td class="tgt" rowspan="4">cass-led</td>`).MatchString(body) {
+		t.Error("the target's cells do not span the ledger row")
+	}
+	_, js := do(t, h, http.MethodGet, StatusJSONPath)
+	var snap status.Snapshot
+	if err := json.Unmarshal([]byte(js), &snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range snap.Targets {
+		switch {
+		case tg.Name == "cass-led":
+			if tg.Ledger == nil || tg.Ledger.Entries != 1 || tg.Ledger.Losses() != 1 || tg.Ledger.LastLoss == nil || tg.Ledger.LastLoss.Key != "k-<gone>" || !tg.Ledger.InMemory {
+				t.Errorf("status.json ledger of cass-led: %+v", tg.Ledger)
+			}
+		case tg.Ledger != nil:
+			t.Errorf("status.json: %s has a ledger", tg.Name)
+		}
+	}
+	for _, key := range []string{`"ledger":{"ages":["1m","10m"]`, `"checks":[{"age":"1m","intact":1,"missing":1,"corrupted":0}`, `"last_loss":{"at":`, `"in_memory":true`} {
+		if !strings.Contains(js, key) {
+			t.Errorf("status.json lacks %s", key)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/cassandra"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
@@ -136,7 +137,7 @@ func TestLedgerCommitlogKill9(t *testing.T) {
 	// batch sync for the second run (the restart replays whatever was synced).
 	al := startAlerting(t)
 	got := writeKillRestartCheck(t, node, "ledger-periodic", writes, batch, al)
-	fmt.Printf("Cassandra ledger, commitlog_sync: periodic (120s), %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "Cassandra ledger, commitlog_sync: periodic (120s), %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] == 0 || got["missing"]+got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("periodic: checks %v, want acknowledged rows missing after kill -9, every other intact", got)
@@ -148,12 +149,12 @@ func TestLedgerCommitlogKill9(t *testing.T) {
 		tf := time.Now()
 		a := al.waitAlert(t, 60*time.Second, map[string]string{"alertname": generate.AlertDurabilityLoss, "target": "ledger-periodic",
 			"backend": "cassandra", "result": "missing", "age": "10s", "severity": "critical"})
-		fmt.Printf("Cassandra ledger, periodic kill -9: %s reached Alertmanager %s after the last check: %s\n",
+		stack.Figure(t, "Cassandra ledger, periodic kill -9: %s reached Alertmanager %s after the last check: %s",
 			generate.AlertDurabilityLoss, time.Since(tf).Round(time.Second), a.Annotations["description"])
 	}
 
 	got = writeKillRestartCheck(t, node, "ledger-batch", writes, batch, nil)
-	fmt.Printf("Cassandra ledger, commitlog_sync: batch, %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "Cassandra ledger, commitlog_sync: batch, %d rows acknowledged at ONE, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] != 0 || got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("batch: checks %v, want all %d intact", got, writes)

@@ -3,7 +3,6 @@
 package opensearch
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
@@ -113,13 +113,13 @@ func TestLedgerTranslogKill9(t *testing.T) {
 		}
 	}
 	got := ledgerCounts(t, "ledger-async")
-	fmt.Printf("OpenSearch ledger, index.translog.durability: async (sync_interval 120s), %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "OpenSearch ledger, index.translog.durability: async (sync_interval 120s), %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] == 0 || got["missing"]+got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("async: checks %v, want acknowledged documents missing after kill -9", got)
 	}
 	got = ledgerCounts(t, "ledger-request")
-	fmt.Printf("OpenSearch ledger, index.translog.durability: request, %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "OpenSearch ledger, index.translog.durability: request, %d documents acknowledged, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] != 0 || got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("request: checks %v, want all %d intact", got, writes)

@@ -4,7 +4,6 @@ package rabbitmq_test
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/rabbitmq"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
@@ -99,13 +99,13 @@ func TestLedgerBrokerKill9(t *testing.T) {
 	b := startPrivateBroker(t)
 	const writes = 21
 	got := ledgerKill9(t, b, "ledger-transient", "{ages: [10s], queue_type: classic, transient: true}", writes, 0)
-	fmt.Printf("RabbitMQ ledger, classic queue with transient messages, %d confirmed, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "RabbitMQ ledger, classic queue with transient messages, %d confirmed, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] != writes || got["corrupted"] != 0 {
 		t.Errorf("transient: checks %v, want all %d missing", got, writes)
 	}
 	got = ledgerKill9(t, b, "ledger-quorum", "{ages: [10s], queue_type: quorum}", writes, 10*time.Second)
-	fmt.Printf("RabbitMQ ledger, quorum queue, %d confirmed, kill -9: missing %v, intact %v, corrupted %v\n",
+	stack.Figure(t, "RabbitMQ ledger, quorum queue, %d confirmed, kill -9: missing %v, intact %v, corrupted %v",
 		writes, got["missing"], got["intact"], got["corrupted"])
 	if got["missing"] != 0 || got["intact"] != writes || got["corrupted"] != 0 {
 		t.Errorf("quorum: checks %v, want all %d intact", got, writes)

@@ -4,7 +4,6 @@ package s3
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
@@ -90,7 +90,7 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 	}
 	lost := checkUntilEmpty(t, p, 90*time.Second)
 	got := ledgerCounts(t, target)
-	fmt.Printf("S3 ledger (MinIO kill -9, %d acknowledged PUTs, 1 deleted behind the canary's back): intact %v, missing %v, corrupted %v (10s: %v intact / %v missing, 20s: %v intact)\n",
+	stack.Figure(t, "S3 ledger (MinIO kill -9, %d acknowledged PUTs, 1 deleted behind the canary's back): intact %v, missing %v, corrupted %v (10s: %v intact / %v missing, 20s: %v intact)",
 		writes, got["intact"], got["missing"], got["corrupted"], got["10s/intact"], got["10s/missing"], got["20s/intact"])
 	if got["missing"] != 1 || got["corrupted"] != 0 || got["10s/intact"] != writes-1 || got["20s/intact"] != writes-1 {
 		t.Fatalf("checks %v: want exactly the deleted object missing and every other intact at both ages", got)
@@ -181,10 +181,10 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 		if got := ledgerCounts(t, target); got["missing"] != 0 || got["corrupted"] != 0 {
 			t.Fatalf("file %s: checks %v", damage, got)
 		}
-		fmt.Printf("S3 ledger, dbcanary restarted with the ledger file %s: 0 false losses (3 orphaned ledger objects are left to the collector and the lifecycle rule)\n", damage)
+		stack.Figure(t, "S3 ledger, dbcanary restarted with the ledger file %s: 0 false losses (3 orphaned ledger objects are left to the collector and the lifecycle rule)", damage)
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fmt.Printf("S3 ledger, dbcanary restarted with the ledger file kept: 5 of 5 entries written before the restart checked intact after it\n")
+	stack.Figure(t, "S3 ledger, dbcanary restarted with the ledger file kept: 5 of 5 entries written before the restart checked intact after it")
 }

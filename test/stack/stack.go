@@ -128,3 +128,32 @@ func Must(backend string) Env {
 	}
 	return env
 }
+
+// figuresMu serialises appends to the figures file within one test binary.
+var figuresMu sync.Mutex
+
+// Figure prints a measured figure of an integration test (a proof's result:
+// "missing 20, intact 0") on stdout and, when DBCANARY_FIGURES_OUT names a
+// file, appends it there as a Markdown list item under a heading of the
+// test's name, so `make test` can print every figure at the end: go test
+// shows a passing package's output only with -v.
+func Figure(t testing.TB, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	fmt.Println(line)
+	path := os.Getenv("DBCANARY_FIGURES_OUT")
+	if path == "" {
+		return
+	}
+	figuresMu.Lock()
+	defer figuresMu.Unlock()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("figures file: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "- `%s`: %s\n", t.Name(), line); err != nil {
+		t.Errorf("figures file: %v", err)
+	}
+}

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/dbcanary/dbcanary/internal/status"
@@ -200,11 +202,12 @@ targets:
   - name: s3-shared
     backend: s3
     timeout: 30s
-    ops: {put_4KiB: {rate: 1}, get_4KiB: {rate: 1}}
+    ops: {put_4KiB: {rate: 1}, get_4KiB: {rate: 1}, ledger_write: {rate: 1}, ledger_check: {rate: 1}}
     s3:
       endpoint: http://%s
       region: %s
       bucket: dbcanary-statuspage
+      ledger: {ages: [15s]}
       access_key_id_file: %s
       secret_access_key_file: %s
   - name: engine-overhead
@@ -319,10 +322,14 @@ func (d *daemon) waitStatus(t *testing.T, what string, timeout time.Duration, co
 	}
 }
 
-// allOK: every op of every target ran and its latest outcome succeeded.
+// allOK: every op of every target ran and its latest outcome succeeded, and
+// the S3 target's durability ledger read acknowledged writes back intact.
 func allOK(s status.Snapshot) bool {
 	for _, t := range s.Targets {
 		if t.State != status.StateOK {
+			return false
+		}
+		if t.Name == ledgerTarget && (t.Ledger == nil || t.Ledger.Intact() < 3) {
 			return false
 		}
 		for _, o := range t.Ops {
@@ -446,6 +453,7 @@ func checkPage(t *testing.T, dom string, snap status.Snapshot, stopped string, s
 		if !strings.Contains(sec[1], ts.Namespace) || !strings.Contains(sec[1], ts.Backend) {
 			t.Errorf("target %s: namespace %q or backend not shown", ts.Name, ts.Namespace)
 		}
+		checkLedgerRow(t, ts, sec[1])
 		if ts.Name != stopped {
 			if sec[0] != "ok" || strings.Contains(sec[1], `class="state failing"`) {
 				t.Errorf("target %s shows %s, want ok", ts.Name, sec[0])
@@ -487,12 +495,104 @@ func checkPage(t *testing.T, dom string, snap status.Snapshot, stopped string, s
 	}
 }
 
-// TestStatusPageInChromium: all ok, then the broker stops behind the daemon.
+// ledgerTarget runs the durability ledger in the fixture (ages 15s).
+const ledgerTarget = "s3-shared"
+
+// checkLedgerRow: the ledger target has its durability ledger row with the
+// checks it made; no other target has one (their ledger ops are off).
+func checkLedgerRow(t *testing.T, ts status.TargetStatus, sec string) {
+	t.Helper()
+	if ts.Name != ledgerTarget {
+		if strings.Contains(sec, `<tr class="ledger`) {
+			t.Errorf("target %s shows a durability ledger row, its ledger ops are off", ts.Name)
+		}
+		return
+	}
+	if ts.Ledger == nil {
+		t.Errorf("status.json: %s has no ledger", ts.Name)
+		return
+	}
+	if !regexp.MustCompile(`<td>durability ledger</td>\s*<td class="st"><span class="ledger-state (intact|loss)">`).MatchString(sec) ||
+		!regexp.MustCompile(`\d+ acknowledged writes held`).MatchString(sec) ||
+		!regexp.MustCompile(`at 15s: \d+ intact`).MatchString(sec) ||
+		!strings.Contains(sec, "Kept in memory (no global.state_dir)") {
+		t.Errorf("target %s: no durability ledger row with its checks:\n%s", ts.Name, sec)
+	}
+}
+
+// deleteLedgerObject deletes the newest durability ledger object of the S3
+// target behind the daemon's back (one its ledger holds and has not checked
+// yet: ledger objects live 15 s) and returns its key.
+func deleteLedgerObject(t *testing.T) string {
+	t.Helper()
+	mc := minioAdmin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var newest minio.ObjectInfo
+	for o := range mc.ListObjects(ctx, "dbcanary-statuspage", minio.ListObjectsOptions{Prefix: ledgerPrefix, Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		if o.LastModified.After(newest.LastModified) {
+			newest = o
+		}
+	}
+	if newest.Key == "" {
+		t.Fatal("no durability ledger object to delete")
+	}
+	if err := mc.RemoveObject(ctx, "dbcanary-statuspage", newest.Key, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return newest.Key
+}
+
+// ledgerPrefix is where the S3 target's ledger objects live (docs/ledger.md).
+const ledgerPrefix = "dbcanary/" + ledgerTarget + "/statuspage/ledger/"
+
+// removeLedgerObjects removes what earlier runs' ledgers left (they outlive
+// the daemon by design) so that every ledger object is this run's.
+func removeLedgerObjects(t *testing.T) {
+	t.Helper()
+	mc := minioAdmin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if ok, err := mc.BucketExists(ctx, "dbcanary-statuspage"); err != nil || !ok {
+		return
+	}
+	for o := range mc.ListObjects(ctx, "dbcanary-statuspage", minio.ListObjectsOptions{Prefix: ledgerPrefix, Recursive: true}) {
+		if o.Err == nil {
+			_ = mc.RemoveObject(ctx, "dbcanary-statuspage", o.Key, minio.RemoveObjectOptions{})
+		}
+	}
+}
+
+func minioAdmin(t *testing.T) *minio.Client {
+	t.Helper()
+	e := envs["minio"]
+	read := func(key string) string {
+		b, err := os.ReadFile(e.Get(t, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	mc, err := minio.New(e.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(read("DBCANARY_TEST_S3_ACCESS_KEY_FILE"), read("DBCANARY_TEST_S3_SECRET_KEY_FILE"), ""), Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// TestStatusPageInChromium: all ok, then the broker stops behind the daemon;
+// then an S3 ledger object is deleted behind it and the page names the loss.
 func TestStatusPageInChromium(t *testing.T) {
 	b := startBroker(t)
 	f := newFixture(t, b)
 	cfg := filepath.Join(f.dir, "dbcanary.yaml")
 	writeFile(t, cfg, f.config)
+	removeLedgerObjects(t)
+	t.Cleanup(func() { removeLedgerObjects(t) })
 	d := startDaemon(t, f, cfg)
 
 	snap := d.waitStatus(t, "every op of every target ok", 3*time.Minute, allOK)
@@ -534,6 +634,45 @@ func TestStatusPageInChromium(t *testing.T) {
 			t.Errorf("after a rejected reload the page shows the %s", what)
 		}
 	}
+
+	// An acknowledged write deleted behind the canary's back: the ledger's
+	// next check at 15s finds it missing, and the page says so and stays red
+	// after ledger_check is ok again.
+	key := deleteLedgerObject(t)
+	t.Logf("deleted ledger object %s", key)
+	snap = d.waitStatus(t, "the S3 ledger reports the deleted object missing", 90*time.Second, func(s status.Snapshot) bool {
+		for _, ts := range s.Targets {
+			if ts.Name == ledgerTarget && ts.Ledger != nil && ts.Ledger.LastLoss != nil {
+				return true
+			}
+		}
+		return false
+	})
+	for _, ts := range snap.Targets {
+		if ts.Name != ledgerTarget {
+			continue
+		}
+		if ll := ts.Ledger.LastLoss; ll.Key != key || ll.Result != "missing" || ll.Age != "15s" || ts.Ledger.Losses() != 1 {
+			t.Errorf("ledger loss %+v (losses %d), want %s missing at 15s, once", ll, ts.Ledger.Losses(), key)
+		}
+	}
+	dom, _ = browse(t, d.base+"/", "ledger-loss", true)
+	for _, w := range []string{
+		`<span class="ledger-state loss">write lost</span>`,
+		`durability ledger: 1 target lost an acknowledged write in the last 10 min`,
+		`<a href="#t-` + ledgerTarget + `">` + ledgerTarget + `</a> durability ledger: <span class="cause">missing</span>`,
+		`<code>s3://dbcanary-statuspage ` + key + `</code>`,
+		`<span class="cause">1 missing</span>`,
+	} {
+		if !strings.Contains(dom, w) {
+			t.Errorf("the page after the ledger loss lacks %q", w)
+		}
+	}
+	for what, v := range f.secrets {
+		if strings.Contains(dom, v) {
+			t.Errorf("after the ledger loss the page shows the %s", what)
+		}
+	}
 }
 
 // TestStatusPageBasicAuth: the page and its JSON are behind the same basic
@@ -551,6 +690,7 @@ func TestStatusPageBasicAuth(t *testing.T) {
 	webCfg := filepath.Join(f.dir, "web.yml")
 	writeFile(t, webCfg, "basic_auth_users:\n  canary: "+string(hash)+"\n")
 	f.secrets["web basic auth password"] = pass
+	t.Cleanup(func() { removeLedgerObjects(t) })
 	d := startDaemon(t, f, cfg, "--web.config.file", webCfg)
 	d.user, d.pass = "canary", pass
 

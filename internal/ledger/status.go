@@ -1,0 +1,156 @@
+package ledger
+
+import (
+	"slices"
+	"time"
+)
+
+// Status is what the status page shows of one target's ledger: what it
+// holds, where it is kept, and what its checks found since this process
+// opened it.
+type Status struct {
+	// Ages are the check ages, as the metric's age label ("1m", "10m", "1h").
+	Ages []string `json:"ages"`
+	// Entries is how many acknowledged writes are held, still to be read back.
+	Entries int `json:"entries"`
+	// OldestEntryAgeSeconds is the age of the oldest one (0 when empty).
+	OldestEntryAgeSeconds float64       `json:"oldest_entry_age_seconds"`
+	OldestEntryAge        time.Duration `json:"-"`
+	// MaxEntries is the ledger's bound.
+	MaxEntries int `json:"max_entries"`
+	// File is the ledger's file under global.state_dir; empty when the
+	// ledger lives in memory (InMemory), which a restart forgets.
+	File     string `json:"file,omitempty"`
+	InMemory bool   `json:"in_memory"`
+	// Checks counts this process's checks by age, in age order.
+	Checks []AgeChecks `json:"checks"`
+	// LastIntact is when a check last read an entry back intact.
+	LastIntact time.Time `json:"last_intact,omitzero"`
+	// LastLoss is the newest entry found missing or corrupted, if any.
+	LastLoss *Loss `json:"last_loss,omitempty"`
+}
+
+// AgeChecks counts the checks at one age by result.
+type AgeChecks struct {
+	Age       string `json:"age"`
+	Intact    uint64 `json:"intact"`
+	Missing   uint64 `json:"missing"`
+	Corrupted uint64 `json:"corrupted"`
+}
+
+// Loss is an acknowledged write a check found missing or corrupted. Its
+// fields are names the canary made (key, namespace), never data or secrets.
+type Loss struct {
+	At      time.Time `json:"at"`
+	Age     string    `json:"age"`
+	Result  Result    `json:"result"`
+	Key     string    `json:"key"`
+	Where   string    `json:"where,omitempty"`
+	Setting string    `json:"setting,omitempty"`
+	Acked   time.Time `json:"acked"`
+}
+
+// Losses is the number of checks that found an entry missing or corrupted.
+func (s *Status) Losses() uint64 {
+	var n uint64
+	for _, c := range s.Checks {
+		n += c.Missing + c.Corrupted
+	}
+	return n
+}
+
+// Intact is the number of checks that read an entry back intact.
+func (s *Status) Intact() uint64 {
+	var n uint64
+	for _, c := range s.Checks {
+		n += c.Intact
+	}
+	return n
+}
+
+// tally is a ledger's own count of its checks, for Status (the metric's
+// counters are write-only). Guarded by the ledger's mutex.
+type tally struct {
+	byAge      map[time.Duration]*[3]uint64 // intact, missing, corrupted
+	lastIntact time.Time
+	lastLoss   *Loss
+}
+
+func (t *tally) add(now time.Time, d Due, r Result) {
+	if t.byAge == nil {
+		t.byAge = map[time.Duration]*[3]uint64{}
+	}
+	c, ok := t.byAge[d.Age]
+	if !ok {
+		c = new([3]uint64)
+		t.byAge[d.Age] = c
+	}
+	switch r {
+	case Intact:
+		c[0]++
+		t.lastIntact = now
+	case Missing, Corrupted:
+		if r == Missing {
+			c[1]++
+		} else {
+			c[2]++
+		}
+		t.lastLoss = &Loss{At: now, Age: AgeLabel(d.Age), Result: r, Key: d.Key, Where: d.Where, Setting: d.Setting, Acked: d.Acked}
+	}
+}
+
+// Status returns the ledger's state at now.
+func (l *Ledger) Status(now time.Time) Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := Status{Entries: len(l.entries), MaxEntries: l.max, File: l.path, InMemory: l.path == "", Checks: []AgeChecks{}}
+	for _, e := range l.entries {
+		if age := now.Sub(e.Acked); age > s.OldestEntryAge {
+			s.OldestEntryAge = age
+		}
+	}
+	s.OldestEntryAgeSeconds = s.OldestEntryAge.Seconds()
+	ages := slices.Clone(l.ages)
+	for a := range l.tally.byAge {
+		if !slices.Contains(ages, a) {
+			ages = append(ages, a) // an age a reload removed still shows its counts
+		}
+	}
+	slices.Sort(ages)
+	for _, a := range l.ages {
+		s.Ages = append(s.Ages, AgeLabel(a))
+	}
+	for _, a := range ages {
+		ac := AgeChecks{Age: AgeLabel(a)}
+		if c := l.tally.byAge[a]; c != nil {
+			ac.Intact, ac.Missing, ac.Corrupted = c[0], c[1], c[2]
+		}
+		s.Checks = append(s.Checks, ac)
+	}
+	s.LastIntact = l.tally.lastIntact
+	if l.tally.lastLoss != nil {
+		loss := *l.tally.lastLoss
+		s.LastLoss = &loss
+	}
+	return s
+}
+
+// Statuses returns the state of every open ledger, keyed by target and
+// backend ({target, backend}), in one pass (the status page asks once per render).
+func Statuses(now time.Time) map[[2]string]Status {
+	liveMu.Lock()
+	ls := make([]*Ledger, 0, len(live))
+	for l := range live {
+		ls = append(ls, l)
+	}
+	liveMu.Unlock()
+	out := make(map[[2]string]Status, len(ls))
+	for _, l := range ls {
+		k := [2]string{l.target, l.backend}
+		if _, ok := out[k]; ok {
+			continue // two ledgers of one target (a state_dir change on reload): one shown, as in the metrics
+		}
+		out[k] = l.Status(now)
+	}
+	return out
+}
