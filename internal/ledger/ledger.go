@@ -11,7 +11,6 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -105,6 +105,11 @@ type Ledger struct {
 	warned  bool // the full-ledger warning was logged
 	seq     *counters
 	tally   tally // the checks' results, for Status
+
+	// view is what Status and Stats read: published under mu after every
+	// change, read without it, so a scrape or the status page never waits
+	// for a check's file write (save fsyncs under mu).
+	view atomic.Pointer[view]
 }
 
 var (
@@ -175,14 +180,19 @@ func Open(o Options) *Ledger {
 		l.mu.Lock()
 		l.refs++
 		l.ages, l.max = ages, o.MaxEntries
+		l.publish()
 		l.mu.Unlock()
 		return l
 	}
 	l := &Ledger{target: o.Target, backend: o.Backend, instance: o.Instance, ages: ages, max: o.MaxEntries,
 		path: path, logger: o.Logger.With("ledger", path), busy: map[string]bool{}, refs: 1}
+	l.publish() // before register: the metrics read the view from then on
 	l.seq = register(l)
 	if path != "" {
+		l.mu.Lock()
 		l.load()
+		l.publish()
+		l.mu.Unlock()
 	}
 	open[id] = l
 	return l
@@ -229,8 +239,10 @@ func (l *Ledger) load() {
 	l.logger.Info("durability ledger loaded", "target", l.target, "entries", len(l.entries))
 }
 
-// save writes the file atomically (temporary file, fsync, rename). Called with l.mu held.
+// save publishes the change to readers and writes the file atomically
+// (temporary file, fsync, rename). Called with l.mu held after every change.
 func (l *Ledger) save() error {
+	l.publish()
 	if l.path == "" {
 		return nil
 	}
@@ -357,6 +369,7 @@ func (l *Ledger) Record(d Due, r Result) (done bool, err error) {
 	l.tally.add(time.Now(), d, r)
 	i := slices.IndexFunc(l.entries, func(e Entry) bool { return e.Key == d.Key })
 	if i < 0 {
+		l.publish()       // the count changed
 		return false, nil // dropped meanwhile (ledger full)
 	}
 	if r == Intact && d.Age < l.ages[len(l.ages)-1] {
@@ -385,13 +398,11 @@ func (l *Ledger) Forget(before time.Time) (int, error) {
 
 // Stats returns the number of entries and the age of the oldest.
 func (l *Ledger) Stats(now time.Time) (int, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.entries) == 0 {
+	v := l.view.Load()
+	if v.entries == 0 {
 		return 0, 0
 	}
-	oldest := slices.MinFunc(l.entries, func(a, b Entry) int { return cmp.Compare(a.Acked.UnixNano(), b.Acked.UnixNano()) })
-	return len(l.entries), now.Sub(oldest.Acked)
+	return v.entries, now.Sub(v.oldest)
 }
 
 // Entries returns a copy of the entries, oldest first.

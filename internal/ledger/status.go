@@ -99,37 +99,61 @@ func (t *tally) add(now time.Time, d Due, r Result) {
 	}
 }
 
-// Status returns the ledger's state at now.
-func (l *Ledger) Status(now time.Time) Status {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := Status{Entries: len(l.entries), MaxEntries: l.max, File: l.path, InMemory: l.path == "", Checks: []AgeChecks{}}
+// view is a ledger's state as readers see it (Status, Stats, the metrics).
+type view struct {
+	entries, max int
+	oldest       time.Time
+	path         string
+	ages         []time.Duration
+	checks       map[time.Duration][3]uint64
+	lastIntact   time.Time
+	lastLoss     *Loss
+}
+
+// publish copies the state for readers. Called with l.mu held after every change.
+func (l *Ledger) publish() {
+	v := &view{entries: len(l.entries), max: l.max, path: l.path, ages: slices.Clone(l.ages),
+		checks: make(map[time.Duration][3]uint64, len(l.tally.byAge)), lastIntact: l.tally.lastIntact}
 	for _, e := range l.entries {
-		if age := now.Sub(e.Acked); age > s.OldestEntryAge {
-			s.OldestEntryAge = age
+		if v.oldest.IsZero() || e.Acked.Before(v.oldest) {
+			v.oldest = e.Acked
 		}
 	}
+	for a, c := range l.tally.byAge {
+		v.checks[a] = *c
+	}
+	if l.tally.lastLoss != nil {
+		loss := *l.tally.lastLoss
+		v.lastLoss = &loss
+	}
+	l.view.Store(v)
+}
+
+// Status returns the ledger's state at now. It never waits for a check or
+// a file write in progress.
+func (l *Ledger) Status(now time.Time) Status {
+	v := l.view.Load()
+	s := Status{Entries: v.entries, MaxEntries: v.max, File: v.path, InMemory: v.path == "", Checks: []AgeChecks{}, LastIntact: v.lastIntact}
+	if v.entries > 0 {
+		s.OldestEntryAge = max(now.Sub(v.oldest), 0)
+	}
 	s.OldestEntryAgeSeconds = s.OldestEntryAge.Seconds()
-	ages := slices.Clone(l.ages)
-	for a := range l.tally.byAge {
+	ages := slices.Clone(v.ages)
+	for a := range v.checks {
 		if !slices.Contains(ages, a) {
 			ages = append(ages, a) // an age a reload removed still shows its counts
 		}
 	}
 	slices.Sort(ages)
-	for _, a := range l.ages {
+	for _, a := range v.ages {
 		s.Ages = append(s.Ages, AgeLabel(a))
 	}
 	for _, a := range ages {
-		ac := AgeChecks{Age: AgeLabel(a)}
-		if c := l.tally.byAge[a]; c != nil {
-			ac.Intact, ac.Missing, ac.Corrupted = c[0], c[1], c[2]
-		}
-		s.Checks = append(s.Checks, ac)
+		c := v.checks[a]
+		s.Checks = append(s.Checks, AgeChecks{Age: AgeLabel(a), Intact: c[0], Missing: c[1], Corrupted: c[2]})
 	}
-	s.LastIntact = l.tally.lastIntact
-	if l.tally.lastLoss != nil {
-		loss := *l.tally.lastLoss
+	if v.lastLoss != nil {
+		loss := *v.lastLoss
 		s.LastLoss = &loss
 	}
 	return s

@@ -337,3 +337,56 @@ func TestStatusPageLedger(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStatusPageLedgers renders 1,000 targets that each run a durability
+// ledger (100 entries, checks at three ages, one in ten with a loss): the
+// page with a ledger row per target.
+func BenchmarkStatusPageLedgers(b *testing.B) {
+	st := status.New(status.Options{})
+	st.SetDaemon(status.Daemon{Build: status.BuildInfo{Version: "bench", GoVersion: "go"}, InstanceID: "bench"})
+	st.ConfigLoaded(nil)
+	now := time.Now()
+	ops := []string{"put_4KiB", ledger.OpWrite, ledger.OpCheck}
+	for i := range 1000 {
+		name := fmt.Sprintf("s3-%04d", i)
+		st.TargetStarted(name, "s3", ops, "s3://bench/dbcanary/"+name+"/bench/")
+		for _, o := range ops {
+			for j := range 100 {
+				st.OpRecorded(name, "s3", o, now.Add(time.Duration(j-100)*time.Second), time.Duration(500+j)*time.Microsecond, "", nil)
+			}
+		}
+		l := ledger.Open(ledger.Options{Target: name, Backend: "s3", Instance: "bench"})
+		b.Cleanup(func() { l.Close() })
+		for j := range 100 {
+			key := fmt.Sprintf("dbcanary/%s/bench/ledger/%016x", name, j)
+			if err := l.Add(ledger.Entry{Key: key, Where: "s3://bench", Sum: ledger.Sum([]byte(key)), Acked: now.Add(-2 * time.Hour), Setting: "PUT"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for k, d := range l.Take(now, 10) {
+			r := ledger.Intact
+			if i%10 == 0 && k == 0 {
+				r = ledger.Missing
+			}
+			if _, err := l.Record(d, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	h := newStatusHandler(b, st)
+	for name, path := range map[string]string{"html": "/", "json": StatusJSONPath} {
+		b.Run(name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			var size int
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
+}
