@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dbcanary/dbcanary/internal/config"
-	"github.com/dbcanary/dbcanary/probes"
 	_ "github.com/dbcanary/dbcanary/probes/all" // registers every backend
 )
 
@@ -137,10 +136,8 @@ func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command 
 			ops := 0
 			for i, t := range cfg.Targets {
 				ops += len(t.Resolved)
-				if w, ok := t.Probe.(probes.Warner); ok {
-					for _, msg := range w.Warnings() {
-						fmt.Fprintf(stderr, "%s: warning: targets[%d] (%s): %s\n", g.configFile, i, t.Name, msg)
-					}
+				for _, msg := range t.Warnings() {
+					fmt.Fprintf(stderr, "%s: warning: targets[%d] (%s): %s\n", g.configFile, i, t.Name, msg)
 				}
 			}
 			fmt.Fprintf(stdout, "%s: OK: %d target(s), %d op(s), instance id %q\n", g.configFile, len(cfg.Targets), ops, cfg.Global.InstanceID)

@@ -288,3 +288,40 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
 }
+
+// TestCheckConfigLedgerWarnings: rates that make the durability ledger drop
+// entries unchecked or never read them back are valid, and warned about.
+func TestCheckConfigLedgerWarnings(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	os.WriteFile(pw, []byte("x\n"), 0o600)
+	cfg := writeConfig(t, dir, `targets:
+  - name: s3-fast
+    backend: s3
+    ops: {ledger_write: {rate: 1}, ledger_check: {rate: 0.1}}
+    s3: {endpoint: http://127.0.0.1:9, bucket: canary, access_key_id_file: `+pw+`, secret_access_key_file: `+pw+`}
+  - name: s3-nocheck
+    backend: s3
+    ops: {ledger_write: {rate: 0.05}}
+    s3: {endpoint: http://127.0.0.1:9, bucket: canary, access_key_id_file: `+pw+`, secret_access_key_file: `+pw+`}
+  - name: s3-default
+    backend: s3
+    s3: {endpoint: http://127.0.0.1:9, bucket: canary, access_key_id_file: `+pw+`, secret_access_key_file: `+pw+`}
+`)
+	code, out, errOut := run(t, "check-config", "--config.file", cfg)
+	if code != 0 || !strings.Contains(out, "OK: 3 target(s)") {
+		t.Fatalf("check-config: %d %q %q", code, out, errOut)
+	}
+	for _, want := range []string{
+		"warning: targets[0] (s3-fast): durability ledger: ledger_write at 1/s holds about 3600 entries until their last check at 1h, more than ledger.max_entries (1000)",
+		"warning: targets[0] (s3-fast): durability ledger: 3 checks/s fall due (ledger_write at 1/s x 3 ages), more than ledger_check at 0.1/s reads (4 per run)",
+		"warning: targets[1] (s3-nocheck): durability ledger: ledger_write is on and ledger_check is off",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "s3-default") {
+		t.Errorf("the default ledger rates are warned about:\n%s", errOut)
+	}
+}

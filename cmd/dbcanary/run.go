@@ -73,6 +73,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		return err
 	}
 	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
+	logWarnings(cfg, logger)
 
 	if err := useStateDir(cfg.Global.StateDir, logger); err != nil {
 		return err
@@ -120,6 +121,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		m.ReloadSuccess.Set(1)
 		m.ReloadTimestamp.SetToCurrentTime()
 		logger.Info("config reloaded", "targets", len(cfg.Targets))
+		logWarnings(cfg, logger)
 		return nil
 	}
 
@@ -255,4 +257,14 @@ func useStateDir(dir string, logger *slog.Logger) error {
 	logger.Info("durability ledger kept under global.state_dir", "state_dir", dir)
 	ledger.SetDir(dir)
 	return nil
+}
+
+// logWarnings logs the durability ledger's rate warnings check-config prints,
+// once per start or reload (a probe logs its own probes.Warner warnings when built).
+func logWarnings(cfg *config.Config, logger *slog.Logger) {
+	for _, t := range cfg.Targets {
+		for _, msg := range t.LedgerWarnings() {
+			logger.Warn(msg, "target", t.Name)
+		}
+	}
 }

@@ -79,3 +79,35 @@ func Specs() []probes.OpSpec {
 		{Name: OpCheck, DefaultRate: DefaultCheckRate, Help: "durability ledger: read back acknowledged writes that reached a check age (1m, 10m, 1h): intact, missing or corrupted"},
 	}
 }
+
+// Configured is implemented by a backend config that runs a durability
+// ledger: the ages it checks at and its bound, defaults applied.
+type Configured interface {
+	LedgerSettings() (ages []time.Duration, maxEntries int)
+}
+
+// Warnings says when valid rates make the ledger check less than it seems:
+// more entries fall due than ledger_check reads, or more are held at the last
+// age than max_entries keeps (the oldest are then dropped unchecked). A rate
+// of 0 means the op is off.
+func Warnings(ages []time.Duration, maxEntries int, writeRate, checkRate float64) []string {
+	if writeRate <= 0 || len(ages) == 0 {
+		return nil
+	}
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	var out []string
+	last := slices.Max(ages)
+	if held := writeRate * last.Seconds(); held > float64(maxEntries) {
+		out = append(out, fmt.Sprintf("durability ledger: %s at %g/s holds about %.0f entries until their last check at %s, more than ledger.max_entries (%d): the oldest are dropped unchecked (raise ledger.max_entries or lower the %s rate)",
+			OpWrite, writeRate, held, AgeLabel(last), maxEntries, OpWrite))
+	}
+	if checkRate <= 0 {
+		out = append(out, fmt.Sprintf("durability ledger: %s is on and %s is off: acknowledged writes are recorded and never read back", OpWrite, OpCheck))
+	} else if due := writeRate * float64(len(ages)); due > checkRate*CheckBatch {
+		out = append(out, fmt.Sprintf("durability ledger: %g checks/s fall due (%s at %g/s x %d ages), more than %s at %g/s reads (%d per run): checks come late and the ledger fills up (raise the %s rate)",
+			due, OpWrite, writeRate, len(ages), OpCheck, checkRate, CheckBatch, OpCheck))
+	}
+	return out
+}

@@ -328,3 +328,18 @@ func TestStatusCountsChecksAndLastLoss(t *testing.T) {
 		t.Error("a closed ledger is still listed")
 	}
 }
+
+func TestRateWarnings(t *testing.T) {
+	if w := Warnings(DefaultAges, 0, DefaultWriteRate, DefaultCheckRate); len(w) != 0 {
+		t.Errorf("default rates warned: %v", w)
+	}
+	if w := Warnings(DefaultAges, 0, 0, DefaultCheckRate); len(w) != 0 {
+		t.Errorf("ledger_write off warned: %v", w)
+	}
+	if w := Warnings([]time.Duration{10 * time.Minute}, 100, 0.5, 1); len(w) != 1 || !strings.Contains(w[0], "about 300 entries until their last check at 10m, more than ledger.max_entries (100)") {
+		t.Errorf("overflow: %v", w)
+	}
+	if w := Warnings(DefaultAges, 0, 0.05, 0); len(w) != 1 || !strings.Contains(w[0], "ledger_check is off") {
+		t.Errorf("check off: %v", w)
+	}
+}

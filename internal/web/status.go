@@ -85,11 +85,21 @@ func (p *statusPage) html(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	snap := p.store.Snapshot()
+	losses := recentLosses(snap, p.store.FailureWindow())
+	// On the page (not in the JSON, whose state is the ops'), a target whose
+	// ledger lost a write in the window is shown red and first.
+	for _, l := range losses {
+		for i := range snap.Targets {
+			if snap.Targets[i].Name == l.Target {
+				snap.Targets[i].State = status.StateFailing
+			}
+		}
+	}
 	snap.SortForPage()
 	data := pageData{
 		Snapshot:      snap,
 		Failing:       snap.Failing(),
-		Losses:        recentLosses(snap, p.store.FailureWindow()),
+		Losses:        losses,
 		Rows:          rows(snap, p.store.FailureWindow()),
 		Refresh:       refresh,
 		MetricsLink:   p.metricsLink,

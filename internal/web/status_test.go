@@ -312,6 +312,10 @@ func TestStatusPageLedger(t *testing.T) {
 	if strings.Contains(body, "k-<gone>") {
 		t.Error("a ledger key was not escaped")
 	}
+	// The target is shown red (its ops are ok) and first among the failing.
+	if !strings.Contains(body, `<tbody class="target failing" id="t-cass-led">`) {
+		t.Error("a target whose ledger lost a write is not shown red")
+	}
 	// The target's cells span its op rows and the ledger row.
 	if !regexp.MustCompile(`<td class="tgt" rowspan="4">cass-led</td>`).MatchString(body) {
 		t.Error("the target's cells do not span the ledger row")

@@ -207,3 +207,6 @@ func (p *Probe) closeLedger() error {
 	}
 	return p.ledger.Close()
 }
+
+// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+func (c *Config) LedgerSettings() ([]time.Duration, int) { return c.ledgerAges(), c.Ledger.MaxEntries }

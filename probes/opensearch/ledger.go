@@ -96,3 +96,8 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	}
 	return p.ledger.Check(ctx, read, nil) // documents go with their daily index
 }
+
+// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+func (c *Config) LedgerSettings() ([]time.Duration, int) {
+	return c.Ledger.EffectiveAges(), c.Ledger.MaxEntries
+}

@@ -293,3 +293,6 @@ func (p *Probe) closeLedger() error {
 	}
 	return s.l.Close()
 }
+
+// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+func (c *Config) LedgerSettings() ([]time.Duration, int) { return c.ledgerAges(), c.Ledger.MaxEntries }

@@ -132,3 +132,8 @@ func (p *Probe) closeLedger(ctx context.Context) {
 		p.logger.Warn("durability ledger: cannot save the file", "err", err)
 	}
 }
+
+// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+func (c *Config) LedgerSettings() ([]time.Duration, int) {
+	return c.Ledger.EffectiveAges(), c.Ledger.MaxEntries
+}

@@ -377,7 +377,7 @@ func browse(t *testing.T, url, label string, shot bool) (dom, shotPath string) {
 	t.Helper()
 	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1500,900", "--hide-scrollbars"}
+		"--user-data-dir=" + t.TempDir(), "--window-size=1500,1150", "--hide-scrollbars"}
 	run := func(extra ...string) []byte {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
@@ -663,6 +663,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		`<a href="#t-` + ledgerTarget + `">` + ledgerTarget + `</a> durability ledger: <span class="cause">missing</span>`,
 		`<code>s3://dbcanary-statuspage ` + key + `</code>`,
 		`<span class="cause">1 missing</span>`,
+		`<tbody class="target failing" id="t-` + ledgerTarget + `">`,
 	} {
 		if !strings.Contains(dom, w) {
 			t.Errorf("the page after the ledger loss lacks %q", w)
