@@ -238,22 +238,7 @@ func BenchmarkStatusPage(b *testing.B) {
 			}
 		}
 	}
-	h := newStatusHandler(b, st)
-	for name, path := range map[string]string{"html": "/", "json": StatusJSONPath} {
-		b.Run(name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodGet, path, nil)
-			var size int
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != 200 {
-					b.Fatal(rec.Code)
-				}
-				size = rec.Body.Len()
-			}
-			b.ReportMetric(float64(size), "bytes/page")
-		})
-	}
+	benchRender(b, newStatusHandler(b, st))
 }
 
 // TestStatusPageLedger: a target's durability ledger row says what it holds
@@ -377,7 +362,11 @@ func BenchmarkStatusPageLedgers(b *testing.B) {
 			}
 		}
 	}
-	h := newStatusHandler(b, st)
+	benchRender(b, newStatusHandler(b, st))
+}
+
+// benchRender renders the page and its JSON, reporting their size.
+func benchRender(b *testing.B, h http.Handler) {
 	for name, path := range map[string]string{"html": "/", "json": StatusJSONPath} {
 		b.Run(name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
