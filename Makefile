@@ -23,6 +23,9 @@ DEMO_BACKENDS ?= rabbitmq cassandra opensearch minio
 DEMO_LISTEN ?= 127.0.0.1:19190
 INTEGRATION_TIMEOUT ?= 40m
 PAGES_TABLE ?= $(DBCANARY_STACK_DIR)/artefacts/page-quality.md
+# Packages with integration tests (a test file tagged integration); the others' tests are
+# the same with and without the tag and already ran in `unit` (race detector on).
+INTEGRATION_PKGS ?= $(shell grep -rlE --include='*_test.go' '^//go:build .*integration' . | xargs -n1 dirname | sort -u)
 # Figures the integration tests measured (the durability ledger's kill -9 proofs, ...), printed at the end.
 FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 
@@ -87,11 +90,11 @@ test-pages:
 vulncheck:
 	bash $(STACK)/govulncheck.sh run ./...
 
-## integration: tests against real Cassandra, OpenSearch, RabbitMQ, MinIO (started on 127.0.0.1 as needed)
+## integration: tests against real Cassandra, OpenSearch, RabbitMQ, MinIO (started on 127.0.0.1 as needed), in the packages that have them
 ## (the page-quality suite's table is written to $(PAGES_TABLE), the measured figures to $(FIGURES); both printed at the end)
 integration:
 	@trap '$(MAKE) --no-print-directory stack-down' EXIT; mkdir -p $(dir $(FIGURES)); rm -f $(PAGES_TABLE) $(FIGURES); \
-	DBCANARY_STACK_KEEP=1 PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) ./...; rc=$$?; \
+	DBCANARY_STACK_KEEP=1 PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS); rc=$$?; \
 	if [ -f $(FIGURES) ]; then echo "== figures measured by the integration tests ($(FIGURES))"; cat $(FIGURES); fi; \
 	if [ -f $(PAGES_TABLE) ]; then echo "== page-quality table ($(PAGES_TABLE))"; cat $(PAGES_TABLE); fi; exit $$rc
 
