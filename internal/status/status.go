@@ -363,7 +363,8 @@ func (s *Store) Snapshot() Snapshot {
 		t := v.(*target)
 		ts := t.snapshot(now)
 		if l, ok := ledgers[[2]string{t.name, t.backend}]; ok && (t.op(ledger.OpWrite) != nil || t.op(ledger.OpCheck) != nil || l.Entries > 0 || l.Intact()+l.Losses() > 0) {
-			ts.Ledger = &l
+			lc := l // only a shown ledger is copied to the heap
+			ts.Ledger = &lc
 		}
 		out.Targets = append(out.Targets, ts)
 		return true
