@@ -3,6 +3,7 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -50,8 +51,9 @@ func checkUntilEmpty(t *testing.T, p *Probe, within time.Duration) []error {
 
 // TestLedgerSurvivesMinioKill9 is issue 12's S3 proof: objects MinIO
 // acknowledged are all read back intact after MinIO is killed with SIGKILL
-// and restarted, and the one deleted behind the canary's back is reported
-// missing (cause not_found, dbcanary_ledger_checks_total{result="missing"}).
+// and restarted, the one deleted behind the canary's back is reported
+// missing (cause not_found, dbcanary_ledger_checks_total{result="missing"})
+// and the one overwritten with other bytes corrupted.
 func TestLedgerSurvivesMinioKill9(t *testing.T) {
 	m := startPrivateMinio(t)
 	b := "dbcanary-it-ledger"
@@ -84,25 +86,51 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 	m.start()
 	t.Logf("MinIO killed with SIGKILL and restarted in %s", time.Since(start).Round(time.Millisecond))
 
-	victim := entries[writes/2].Key
+	// Behind the canary's back: one object deleted, one overwritten with
+	// other bytes of the same size.
+	victim, altered := entries[writes/2].Key, entries[writes/4].Key
 	if err := m.client(t).RemoveObject(context.Background(), b, victim, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := bytes.Repeat([]byte{'x'}, int(ledgerSize))
+	if _, err := m.client(t).PutObject(context.Background(), b, altered, bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lost := checkUntilEmpty(t, p, 90*time.Second)
 	got := ledgerCounts(t, target)
-	stack.Figure(t, "S3 ledger (MinIO kill -9, %d acknowledged PUTs, 1 deleted behind the canary's back): intact %v, missing %v, corrupted %v (10s: %v intact / %v missing, 20s: %v intact)",
-		writes, got["intact"], got["missing"], got["corrupted"], got["10s/intact"], got["10s/missing"], got["20s/intact"])
-	if got["missing"] != 1 || got["corrupted"] != 0 || got["10s/intact"] != writes-1 || got["20s/intact"] != writes-1 {
-		t.Fatalf("checks %v: want exactly the deleted object missing and every other intact at both ages", got)
+	stack.Figure(t, "S3 ledger (MinIO kill -9, %d acknowledged PUTs, 1 deleted and 1 overwritten behind the canary's back): intact %v, missing %v, corrupted %v (10s: %v intact / %v missing / %v corrupted, 20s: %v intact)",
+		writes, got["intact"], got["missing"], got["corrupted"], got["10s/intact"], got["10s/missing"], got["10s/corrupted"], got["20s/intact"])
+	if got["missing"] != 1 || got["corrupted"] != 1 || got["10s/intact"] != writes-2 || got["20s/intact"] != writes-2 {
+		t.Fatalf("checks %v: want exactly the deleted object missing, the overwritten one corrupted and every other intact at both ages", got)
 	}
-	if len(lost) != 1 || probes.CauseOf(lost[0]) != probes.CauseNotFound || !strings.Contains(lost[0].Error(), victim) {
-		t.Fatalf("data failures %v: want one not_found naming %s", lost, victim)
+	var msgs []string
+	causes := map[probes.Cause]bool{}
+	for _, err := range lost {
+		msgs = append(msgs, err.Error())
+		causes[probes.CauseOf(err)] = true
 	}
-	// Checked at the last age, the objects are deleted.
+	all := strings.Join(msgs, "\n")
+	// One ledger_check run names every loss it found; not_found wins its cause.
+	if !causes[probes.CauseNotFound] || !strings.Contains(all, victim+" acknowledged") || !strings.Contains(all, "is missing at the 10s check") ||
+		!strings.Contains(all, altered+" acknowledged") || !strings.Contains(all, "differs from what was written at the 10s check") {
+		t.Fatalf("data failures %v: want %s missing (not_found) and %s differing", lost, victim, altered)
+	}
+	if len(lost) == 2 && !causes[probes.CauseMismatch] {
+		t.Fatalf("data failures %v: the overwritten object's own run has cause %v, want mismatch", lost, causes)
+	}
+	// Checked at the last age, the objects are deleted; the corrupted one is
+	// left as evidence (the collector removes it after abandoned_after).
+	kept := false
 	for _, k := range m.keys(t, b) {
-		if strings.Contains(k, "/"+ledgerDir) {
+		switch {
+		case k == altered:
+			kept = true
+		case strings.Contains(k, "/"+ledgerDir):
 			t.Errorf("ledger object %s left after its last check", k)
 		}
+	}
+	if !kept {
+		t.Errorf("the corrupted ledger object %s was deleted: it is the evidence", altered)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
