@@ -239,12 +239,13 @@ func rows(snap status.Snapshot, window time.Duration) []row {
 
 // ledgerRow says what the target's durability ledger holds and what its
 // checks found: the answer to "is an acknowledged write gone?".
-// A loss older than window no longer makes the row red; it stays named.
+// A loss older than window no longer makes the row red (unless no check
+// ever found an entry intact); it stays named.
 func ledgerRow(now time.Time, l *ledger.Status, window time.Duration) *ledgerCells {
 	c := &ledgerCells{State: "not_checked", Text: "not yet checked"}
 	switch {
-	case l.LastLoss != nil && now.Sub(l.LastLoss.At) <= window:
-		c.State, c.Text = "loss", "write lost"
+	case l.LastLoss != nil && (now.Sub(l.LastLoss.At) <= window || l.Intact() == 0):
+		c.State, c.Text = "loss", "write lost" // recent, or nothing ever read back intact
 	case l.Intact() > 0:
 		c.State, c.Text = "intact", "intact"
 	}

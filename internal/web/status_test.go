@@ -320,6 +320,16 @@ func TestStatusPageLedger(t *testing.T) {
 			t.Errorf("status.json: %s has a ledger", tg.Name)
 		}
 	}
+	// Eleven minutes later the loss is out of the failure window: the row is
+	// intact again (an entry was read back intact), the loss still named,
+	// the page no longer red for it.
+	later := status.New(status.Options{Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
+	later.TargetStarted("cass-led", "cassandra", []string{ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
+	_, body = do(t, newStatusHandler(t, later), http.MethodGet, "/")
+	if !strings.Contains(body, `<span class="ledger-state intact">intact</span>`) || !strings.Contains(body, `Last loss `) ||
+		strings.Contains(body, "write lost") || strings.Contains(body, `<header class="red">`) {
+		t.Error("a loss out of the failure window still makes the page red, or is no longer named")
+	}
 	for _, key := range []string{`"ledger":{"ages":["1m","10m"]`, `"checks":[{"age":"1m","intact":1,"missing":1,"corrupted":0}`, `"last_loss":{"at":`, `"in_memory":true`} {
 		if !strings.Contains(js, key) {
 			t.Errorf("status.json lacks %s", key)
