@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -71,30 +72,21 @@ func (s *Status) Intact() uint64 {
 // tally is a ledger's own count of its checks, for Status (the metric's
 // counters are write-only). Guarded by the ledger's mutex.
 type tally struct {
-	byAge      map[time.Duration]*[3]uint64 // intact, missing, corrupted
+	byAge      map[time.Duration][3]uint64 // by result, in the order of Results
 	lastIntact time.Time
 	lastLoss   *Loss
 }
 
 func (t *tally) add(now time.Time, d Due, r Result) {
 	if t.byAge == nil {
-		t.byAge = map[time.Duration]*[3]uint64{}
+		t.byAge = map[time.Duration][3]uint64{}
 	}
-	c, ok := t.byAge[d.Age]
-	if !ok {
-		c = new([3]uint64)
-		t.byAge[d.Age] = c
-	}
-	switch r {
-	case Intact:
-		c[0]++
+	c := t.byAge[d.Age]
+	c[slices.Index(Results, r)]++
+	t.byAge[d.Age] = c
+	if r == Intact {
 		t.lastIntact = now
-	case Missing, Corrupted:
-		if r == Missing {
-			c[1]++
-		} else {
-			c[2]++
-		}
+	} else {
 		t.lastLoss = &Loss{At: now, Age: AgeLabel(d.Age), Result: r, Key: d.Key, Where: d.Where, Setting: d.Setting, Acked: d.Acked}
 	}
 }
@@ -113,14 +105,11 @@ type view struct {
 // publish copies the state for readers. Called with l.mu held after every change.
 func (l *Ledger) publish() {
 	v := &view{entries: len(l.entries), max: l.max, path: l.path, ages: slices.Clone(l.ages),
-		checks: make(map[time.Duration][3]uint64, len(l.tally.byAge)), lastIntact: l.tally.lastIntact}
+		checks: maps.Clone(l.tally.byAge), lastIntact: l.tally.lastIntact}
 	for _, e := range l.entries {
 		if v.oldest.IsZero() || e.Acked.Before(v.oldest) {
 			v.oldest = e.Acked
 		}
-	}
-	for a, c := range l.tally.byAge {
-		v.checks[a] = *c
 	}
 	if l.tally.lastLoss != nil {
 		loss := *l.tally.lastLoss

@@ -271,9 +271,6 @@ func ledgerRow(now time.Time, l *ledger.Status, window time.Duration) *ledgerCel
 		}
 		b.WriteString(`</span>`)
 	}
-	if len(l.Checks) == 0 {
-		b.WriteString(` none yet (first at ` + esc(strings.Join(l.Ages, ", ")) + `)`)
-	}
 	if l.LastIntact.IsZero() {
 		b.WriteString(`; last intact check: <span class="muted">never</span>`)
 	} else {

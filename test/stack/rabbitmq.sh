@@ -60,7 +60,15 @@ start() {
   log "rabbitmq: ready (pid $(cat "$PIDFILE"))"
 }
 
-stop() { stop_pid "$PIDFILE" rabbitmq 30; }
+# The node starts Erlang's epmd on first use and leaves it running: stop it too
+# once no node is registered (epmd -kill refuses while any node, ours or
+# another test's, is alive), so stack-down leaves no process behind.
+stop() {
+  stop_pid "$PIDFILE" rabbitmq 30
+  if command -v epmd >/dev/null && epmd -names >/dev/null 2>&1 && epmd -kill >/dev/null 2>&1; then
+    log "rabbitmq: epmd stopped (no node left)"
+  fi
+}
 
 status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
 
