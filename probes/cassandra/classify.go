@@ -11,21 +11,72 @@ import (
 )
 
 // classify turns a driver error into a cause, with a message naming the
-// target's contact points (never the password: the driver does not echo it).
+// target's contact points (never the password: the driver does not echo it)
+// and, when the coordinator refused the request, its own reason with the
+// numbers it sent (see storeReason).
 func (p *Probe) classify(what string, err error) error {
 	var pe *probes.Error
 	if errors.As(err, &pe) {
 		return err
 	}
-	wrapped := fmt.Errorf("cassandra %s: %s: %w", p.hostList, what, err)
-	var un *gocql.RequestErrUnavailable
-	if errors.As(err, &un) {
-		wrapped = fmt.Errorf("%w (%s needs %d live replicas, %d are: a node is down, or the replication factor is larger than the cluster)", wrapped, un.Consistency, un.Required, un.Alive)
+	if reason := storeReason(err); reason != "" {
+		return probes.Fail(causeOf(err), fmt.Errorf("cassandra %s: %s: %s: %w", p.hostList, what, reason, err))
 	}
-	return probes.Fail(causeOf(err), wrapped)
+	return probes.Fail(causeOf(err), fmt.Errorf("cassandra %s: %s: %w", p.hostList, what, err))
+}
+
+// storeReason spells out a coordinator's refusal (Unavailable, WriteTimeout,
+// ReadTimeout, WriteFailure, ReadFailure, Overloaded) with the consistency
+// level and the replica counts of the error frame: the driver's own text
+// ("Cannot achieve consistency level QUORUM") leaves out how many replicas
+// were needed and how many answered, which is what tells a down node from a
+// slow one. "" for any other error. What to do is in docs/runbooks.md.
+func storeReason(err error) string {
+	var (
+		un *gocql.RequestErrUnavailable
+		wt *gocql.RequestErrWriteTimeout
+		rt *gocql.RequestErrReadTimeout
+		wf *gocql.RequestErrWriteFailure
+		rf *gocql.RequestErrReadFailure
+		ov *gocql.RequestErrOverloaded
+	)
+	switch {
+	case errors.As(err, &un):
+		return fmt.Sprintf("Unavailable: %s needs %d replicas, %d alive (the coordinator did not try: a replica's node is down, or the keyspace's replication factor is larger than the nodes of its datacenter; nodetool status)",
+			un.Consistency, un.Required, un.Alive)
+	case errors.As(err, &wt):
+		return fmt.Sprintf("WriteTimeout: %s %s write acknowledged by %d of the %d replicas required within the server's write_request_timeout (replicas slow, overloaded or unreachable from the coordinator; nodetool status, nodetool tpstats)",
+			wt.Consistency, wt.WriteType, wt.Received, wt.BlockFor)
+	case errors.As(err, &rt):
+		return fmt.Sprintf("ReadTimeout: %s read answered by %d of the %d replicas required, data present: %s, within the server's read_request_timeout (replicas slow, overloaded or unreachable from the coordinator; nodetool status, nodetool tpstats)",
+			rt.Consistency, rt.Received, rt.BlockFor, yesNo(rt.DataPresent != 0))
+	case errors.As(err, &wf):
+		return fmt.Sprintf("WriteFailure: %s %s write acknowledged by %d of the %d replicas required, %d failed (a replica's system.log says why)",
+			wf.Consistency, wf.WriteType, wf.Received, wf.BlockFor, wf.NumFailures)
+	case errors.As(err, &rf):
+		return fmt.Sprintf("ReadFailure: %s read answered by %d of the %d replicas required, %d failed, data present: %s (a replica's system.log says why, e.g. too many tombstones)",
+			rf.Consistency, rf.Received, rf.BlockFor, rf.NumFailures, yesNo(rf.DataPresent))
+	case errors.As(err, &ov):
+		return "Overloaded: the coordinator shed the request (native transport queue full or a rate limit; nodetool tpstats)"
+	}
+	return ""
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func causeOf(err error) probes.Cause {
+	var (
+		wt *gocql.RequestErrWriteTimeout
+		rt *gocql.RequestErrReadTimeout
+	)
+	if errors.As(err, &wt) || errors.As(err, &rt) {
+		return probes.CauseTimeout // the replicas did not answer the coordinator in time
+	}
 	var re gocql.RequestError
 	if errors.As(err, &re) {
 		switch re.Code() {
