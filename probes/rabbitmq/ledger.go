@@ -108,11 +108,20 @@ func (p *Probe) LedgerQueue() string { return p.led.queue }
 
 // ledgerChannel returns the ledger's channel on the probe's connection,
 // opening it (confirm mode) and declaring the ledger queue when needed.
-func (p *Probe) ledgerChannel(ctx context.Context) (*amqp.Channel, error) {
-	_, _, conn, err := p.channel(ctx)
+func (p *Probe) ledgerChannel(ctx context.Context) (*amqp.Channel, *flow, error) {
+	l, err := p.channel(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	// The broker reads nothing from a blocked connection: not even a declare.
+	if err := p.refuseBlocked(l.flow); err != nil {
+		return nil, nil, err
+	}
+	ch, err := p.ledgerChannelOn(l.conn)
+	return ch, l.flow, err
+}
+
+func (p *Probe) ledgerChannelOn(conn *amqp.Connection) (*amqp.Channel, error) {
 	s := p.led
 	s.chMu.Lock()
 	defer s.chMu.Unlock()
@@ -168,7 +177,7 @@ func (p *Probe) ledgerChannel(ctx context.Context) (*amqp.Channel, error) {
 // ledgerWrite publishes one message into the ledger queue and, once the
 // broker confirmed it, records it.
 func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
-	ch, err := p.ledgerChannel(ctx)
+	ch, fl, err := p.ledgerChannel(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,7 +200,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 	if err != nil {
 		return p.classify("publish (ledger)", err)
 	}
-	ack, err := dc.WaitContext(ctx)
+	ack, err := p.waitConfirm(ctx, dc, fl)
 	if err != nil {
 		return p.classify("waiting for the publish confirm (ledger)", err)
 	}
@@ -231,7 +240,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	s := p.led
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
-	ch, err := p.ledgerChannel(ctx)
+	ch, _, err := p.ledgerChannel(ctx)
 	if err != nil {
 		return err
 	}

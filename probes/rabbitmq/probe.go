@@ -46,6 +46,7 @@ type Probe struct {
 	conn           *amqp.Connection
 	pub            *amqp.Channel
 	pubClosed      chan *amqp.Error // why the broker closed pub, if it did
+	flow           *flow            // conn's connection.blocked state
 	consuming      bool
 	connectedSince time.Time
 	dialErr        error
@@ -140,7 +141,7 @@ func (p *Probe) Queue() string { return p.queue }
 
 // Prepare connects, declares the canary queue and starts the consumer.
 func (p *Probe) Prepare(ctx context.Context) error {
-	_, _, _, err := p.channel(ctx)
+	_, err := p.channel(ctx)
 	return err
 }
 
@@ -187,10 +188,14 @@ func (p *Probe) consumerDown(intended time.Time, err error) {
 }
 
 func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.Outcome) error {
-	ch, closed, conn, err := p.channel(ctx)
+	l, err := p.channel(ctx)
 	if err != nil {
 		return err
 	}
+	if err := p.refuseBlocked(l.flow); err != nil {
+		return err
+	}
+	ch, closed, conn := l.pub, l.closed, l.conn
 	p.mu.Lock()
 	p.seq++
 	seq := p.seq
@@ -211,7 +216,7 @@ func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.
 		p.forget(seq)
 		return p.classify("publish", err)
 	}
-	ack, err := dc.WaitContext(ctx)
+	ack, err := p.waitConfirm(ctx, dc, l.flow)
 	if err != nil {
 		p.forget(seq)
 		return p.classify("waiting for the publish confirm", err)
@@ -255,23 +260,32 @@ func (p *Probe) forget(seq uint64) {
 	p.pendMu.Unlock()
 }
 
+// link is the open connection as an op uses it.
+type link struct {
+	pub    *amqp.Channel
+	closed <-chan *amqp.Error // why the broker closed pub, if it did
+	conn   *amqp.Connection
+	flow   *flow // whether the broker blocks conn (a resource alarm)
+}
+
 // channel returns the publishing channel, (re)connecting if needed: after a
 // connection or channel loss the next op redials, with a backoff of 250 ms
 // doubling to 2 s during which ops fail fast with the last dial error: one dial
 // per 2 s is no load on a broker, and the target is seen up again within
-// ~2 s of the broker's return.
-func (p *Probe) channel(ctx context.Context) (*amqp.Channel, <-chan *amqp.Error, *amqp.Connection, error) {
+// ~2 s of the broker's return. A blocked connection (connection.blocked) is
+// kept: the broker unblocks it when its alarm clears.
+func (p *Probe) channel(ctx context.Context) (link, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn != nil && !p.conn.IsClosed() && p.pub != nil && !p.pub.IsClosed() && p.consuming {
-		return p.pub, p.pubClosed, p.conn, nil
+		return link{p.pub, p.pubClosed, p.conn, p.flow}, nil
 	}
 	if p.conn != nil {
 		_ = p.conn.Close()
 		p.conn, p.pub, p.consuming = nil, nil, false
 	}
 	if time.Now().Before(p.nextDial) {
-		return nil, nil, nil, p.dialErr
+		return link{}, p.dialErr
 	}
 	if err := p.connectLocked(ctx); err != nil {
 		p.backoff = min(max(2*p.backoff, 250*time.Millisecond), maxReconnectBackoff)
@@ -281,10 +295,10 @@ func (p *Probe) channel(ctx context.Context) (*amqp.Channel, <-chan *amqp.Error,
 			_ = p.conn.Close()
 			p.conn, p.pub, p.consuming = nil, nil, false
 		}
-		return nil, nil, nil, err
+		return link{}, err
 	}
 	p.backoff, p.dialErr, p.nextDial = 0, nil, time.Time{}
-	return p.pub, p.pubClosed, p.conn, nil
+	return link{p.pub, p.pubClosed, p.conn, p.flow}, nil
 }
 
 func (p *Probe) connectLocked(ctx context.Context) error {
@@ -293,6 +307,11 @@ func (p *Probe) connectLocked(ctx context.Context) error {
 		return err
 	}
 	p.conn = conn
+	// Registered before anything is published: the broker sends
+	// connection.blocked when the first publish meets an alarm.
+	p.flow = newFlow()
+	p.wg.Add(1)
+	go p.watchFlow(p.flow, conn.NotifyBlocked(make(chan amqp.Blocking, 4)))
 	pub, err := conn.Channel()
 	if err != nil {
 		return p.classify("open channel", err)
@@ -511,7 +530,13 @@ func (p *Probe) close() error {
 		delErr = p.deleteQueueLocked()
 	}
 	if p.conn != nil {
-		err = p.conn.Close()
+		if reason, _ := p.flow.state(); reason != "" {
+			// The broker reads nothing from a blocked connection, not even
+			// connection.close: drop it without waiting for a close-ok.
+			_ = p.conn.CloseDeadline(time.Now())
+		} else {
+			err = p.conn.Close()
+		}
 		p.conn, p.pub, p.consuming = nil, nil, false
 	}
 	p.mu.Unlock()
@@ -528,6 +553,11 @@ func (p *Probe) deleteQueueLocked() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ConnectTimeout)
 	defer cancel()
 	conn := p.conn
+	if conn != nil && !conn.IsClosed() {
+		if err := p.refuseBlocked(p.flow); err != nil {
+			return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+		}
+	}
 	if conn == nil || conn.IsClosed() {
 		var err error
 		if conn, _, err = p.dial(ctx); err != nil {
@@ -548,7 +578,7 @@ func (p *Probe) deleteQueueLocked() error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = conn.Close() // unblocks the channel calls
+		_ = conn.CloseDeadline(time.Now()) // unblocks the channel calls; the broker does not answer
 		err = ctx.Err()
 	}
 	if err != nil {
