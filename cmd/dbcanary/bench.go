@@ -119,7 +119,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(g.configFile, stderr)
+	cfg, err := loadConfig(g, stderr)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	}
 	if rep.Failed > 0 {
 		fmt.Fprintf(stderr, "bench: %d op(s) failed in measured stages (see the error rate rows)\n", rep.Failed)
-		return exitError{1}
+		return exitError{code: exitFailed}
 	}
 	return nil
 }

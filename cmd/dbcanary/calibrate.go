@@ -68,7 +68,7 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, f *calibrateFlags, stdout,
 	if f.duration <= 0 {
 		return errors.New("--duration must be positive")
 	}
-	cfg, err := loadConfig(g.configFile, stderr)
+	cfg, err := loadConfig(g, stderr)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, f *calibrateFlags, stdout,
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(stderr, "calibrate: interrupted after %s: nothing written (a baseline needs the whole run)\n", clock(time.Since(cond.Started)))
-		return exitError{1}
+		return exitError{code: exitFailed}
 	}
 	b, warnings, err := rec.Build(cond, opt)
 	for _, w := range warnings {

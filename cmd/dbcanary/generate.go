@@ -85,7 +85,7 @@ func newGenerateCmd(stdout, stderr io.Writer) *cobra.Command {
 func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 	b, err := baseline.Load(f.baseline)
 	if err != nil {
-		return nil, generate.Options{}, err
+		return nil, generate.Options{}, exitError{code: exitConfig, err: err}
 	}
 	if f.warning > 0 {
 		b.Factors.Warning = f.warning
@@ -97,7 +97,7 @@ func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 		b.Policy.SLOObjective = f.slo
 	}
 	if errs := b.Validate(); len(errs) > 0 {
-		return nil, generate.Options{}, fmt.Errorf("%s with overrides: %w", f.baseline, errs)
+		return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("%s with overrides: %w", f.baseline, errs)}
 	}
 	if f.timeScale <= 0 {
 		f.timeScale = 1

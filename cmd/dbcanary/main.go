@@ -27,31 +27,81 @@ type globalFlags struct {
 	logFormat  string
 }
 
-// exitError carries a process exit code through cobra.
-type exitError struct{ code int }
+// The process exit codes (docs/cli.md "Exit codes"): a script tells a broken
+// invocation or config from a store that failed its ops.
+const (
+	exitFailed  = 1 // once, bench or calibrate ran and ops failed (or the run was cut short)
+	exitUsage   = 2 // unknown command or flag, bad flag value, wrong arguments
+	exitConfig  = 3 // the config (or baseline) file is unreadable or invalid
+	exitRuntime = 4 // the daemon could not run: a port in use, an unwritable state_dir, a server error
+)
 
-func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+// exitError carries a process exit code through cobra. A nil err means the
+// command has already reported what went wrong.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e exitError) Unwrap() error { return e.err }
+
+// usageError marks err as a usage mistake (exit 2) found after flag parsing.
+func usageError(err error) error { return exitError{code: exitUsage, err: err} }
 
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // execute runs the CLI and returns the exit code (tests call it directly).
+// Errors cobra finds before a command runs (unknown flag or command, bad
+// arguments) are usage errors; an error a running command returns is a runtime
+// error unless it says otherwise. The error is printed in --log.format.
 func execute(args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	root, g := newRootCmd(stdout, stderr)
+	started := false
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		started = true
+		_, _, err := logFlags(g) // a bad --log.* value is a usage error for every command
+		return err
+	}
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		var ee exitError
-		if errors.As(err, &ee) {
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	code := exitRuntime
+	if !started {
+		code = exitUsage
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
 			return ee.code
 		}
-		fmt.Fprintln(stderr, "dbcanary:", err)
-		return 2
+		code = ee.code
 	}
-	return 0
+	reportFatal(g, stderr, err, code)
+	return code
 }
 
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+// reportFatal prints the error that ends the process: one log record in the
+// chosen --log.format, or a plain line when the log flags themselves are bad.
+func reportFatal(g *globalFlags, stderr io.Writer, err error, code int) {
+	if logger, lerr := newLogger(g, stderr); lerr == nil && code != exitUsage {
+		logger.Error("dbcanary exits", "err", err.Error(), "exit_code", code)
+		return
+	}
+	fmt.Fprintln(stderr, "dbcanary:", err)
+}
+
+func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalFlags) {
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "dbcanary",
@@ -64,6 +114,8 @@ histograms, failure causes and availability as Prometheus metrics.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.Version = version.Version
+	root.SetVersionTemplate(version.Print("dbcanary") + "\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configFile, "config.file", "dbcanary.yaml", "Configuration file.")
 	pf.StringVar(&g.logLevel, "log.level", "info", "Log level: debug, info, warn, error.")
@@ -86,17 +138,13 @@ histograms, failure causes and availability as Prometheus metrics.`,
 			},
 		},
 	)
-	return root
+	return root, g
 }
 
 func newLogger(g *globalFlags, w io.Writer) (*slog.Logger, error) {
-	lvl := promslog.NewLevel()
-	if err := lvl.Set(g.logLevel); err != nil {
-		return nil, fmt.Errorf("--log.level: %w", err)
-	}
-	fmtr := promslog.NewFormat()
-	if err := fmtr.Set(g.logFormat); err != nil {
-		return nil, fmt.Errorf("--log.format: %w", err)
+	lvl, fmtr, err := logFlags(g)
+	if err != nil {
+		return nil, err
 	}
 	logger := promslog.New(&promslog.Config{Level: lvl, Format: fmtr, Writer: w})
 	// Libraries that log through the standard log package (net/http's
@@ -105,22 +153,44 @@ func newLogger(g *globalFlags, w io.Writer) (*slog.Logger, error) {
 	return logger, nil
 }
 
-// loadConfig loads the config file and prints every error, one per line.
-func loadConfig(file string, stderr io.Writer) (*config.Config, error) {
-	cfg, err := config.LoadFile(file)
-	if err != nil {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			fmt.Fprintf(stderr, "%s: %d error(s):\n", file, len(errs))
-			for _, e := range errs {
-				fmt.Fprintf(stderr, "  %s\n", e)
-			}
-		} else {
-			fmt.Fprintf(stderr, "%s: %s\n", file, err)
-		}
-		return nil, exitError{1}
+// logFlags parses --log.level and --log.format; a bad value is a usage error.
+func logFlags(g *globalFlags) (*promslog.Level, *promslog.Format, error) {
+	lvl := promslog.NewLevel()
+	if err := lvl.Set(g.logLevel); err != nil {
+		return nil, nil, usageError(fmt.Errorf("--log.level: %w", err))
 	}
-	return cfg, nil
+	fmtr := promslog.NewFormat()
+	if err := fmtr.Set(g.logFormat); err != nil {
+		return nil, nil, usageError(fmt.Errorf("--log.format: %w", err))
+	}
+	return lvl, fmtr, nil
+}
+
+// loadConfig loads the config file and prints every error, one per line (one
+// log record each with --log.format=json); it fails with the config exit code.
+func loadConfig(g *globalFlags, stderr io.Writer) (*config.Config, error) {
+	file := g.configFile
+	cfg, err := config.LoadFile(file)
+	if err == nil {
+		return cfg, nil
+	}
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		errs = config.Errors{err}
+	}
+	if logger, lerr := newLogger(g, stderr); lerr == nil && g.logFormat == "json" {
+		for _, e := range errs {
+			logger.Error("invalid configuration", "file", file, "err", e.Error())
+		}
+	} else if len(errs) == 1 && !errors.As(err, new(config.Errors)) {
+		fmt.Fprintf(stderr, "%s: %s\n", file, err)
+	} else {
+		fmt.Fprintf(stderr, "%s: %d error(s):\n", file, len(errs))
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "  %s\n", e)
+		}
+	}
+	return nil, exitError{code: exitConfig}
 }
 
 func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -129,7 +199,7 @@ func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command 
 		Short: "Validate the config file and exit non-zero listing every error",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := loadConfig(g.configFile, stderr)
+			cfg, err := loadConfig(g, stderr)
 			if err != nil {
 				return err
 			}
@@ -152,7 +222,7 @@ func newDumpConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Print the effective config with defaults filled in (holds no secret values)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := loadConfig(g.configFile, stderr)
+			cfg, err := loadConfig(g, stderr)
 			if err != nil {
 				return err
 			}

@@ -55,8 +55,8 @@ func TestCheckConfig(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("targets:\n  - name: x\n    backend: nope\n  - name: Y\n    backend: noop\n"), 0o600)
 	code, _, errOut := run(t, "check-config", "--config.file", bad)
-	if code != 1 {
-		t.Errorf("bad config: exit %d, want 1", code)
+	if code != 3 {
+		t.Errorf("bad config: exit %d, want 3", code)
 	}
 	for _, want := range []string{"2 error(s):", `targets[0].backend: unknown backend "nope"`, `targets[1].name: "Y" must be`} {
 		if !strings.Contains(errOut, want) {
@@ -64,7 +64,7 @@ func TestCheckConfig(t *testing.T) {
 		}
 	}
 	code, _, errOut = run(t, "check-config", "--config.file", filepath.Join(dir, "missing.yaml"))
-	if code != 1 || !strings.Contains(errOut, "cannot read config") {
+	if code != 3 || !strings.Contains(errOut, "cannot read config") {
 		t.Errorf("missing file: %d %q", code, errOut)
 	}
 }
@@ -111,7 +111,7 @@ func startDaemon(t *testing.T, client *http.Client, scheme string, args ...strin
 	t.Helper()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	root := newRootCmd(io.Discard, io.Discard)
+	root, _ := newRootCmd(io.Discard, io.Discard)
 	root.SetArgs(append([]string{"run", "--web.listen-address", addr, "--shutdown.grace-period", "1s"}, args...))
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()

@@ -62,15 +62,15 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	}
 	if f.webConfig != "" {
 		if err := toolkit.Validate(f.webConfig); err != nil {
-			return fmt.Errorf("--web.config.file: %w", err)
+			return exitError{code: exitConfig, err: fmt.Errorf("--web.config.file: %w", err)}
 		}
 	}
-	cfg, err := loadConfig(g.configFile, stderr)
+	cfg, err := loadConfig(g, stderr)
 	if err != nil {
 		return err
 	}
 	if cfg, err = f.shard.apply(cfg, logger); err != nil {
-		return err
+		return usageError(err)
 	}
 	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
 	logWarnings(cfg, logger)
@@ -83,7 +83,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	// In vantage mode every dbcanary series carries vantage="<zone>".
 	mreg, err := f.shard.registerer(reg)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	m := metrics.New(mreg)
 	eng := engine.New(m, mreg, logger, f.grace)
@@ -199,12 +199,12 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(g.configFile, stderr)
+			cfg, err := loadConfig(g, stderr)
 			if err != nil {
 				return err
 			}
 			if cfg, err = sf.apply(cfg, logger); err != nil {
-				return err
+				return usageError(err)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -228,7 +228,7 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			_ = tw.Flush()
 			if failed > 0 {
 				fmt.Fprintf(stderr, "%d of %d op(s) failed\n", failed, len(rows))
-				return exitError{1}
+				return exitError{code: exitFailed}
 			}
 			return nil
 		},

@@ -334,7 +334,7 @@ func TestCheckDumpAndOnceShowNoSecret(t *testing.T) {
 	broken := filepath.Join(f.dir, "broken.yaml")
 	writeFile(t, broken, f.brokenConfig())
 	code, out, errOut = dbcanary(t, f, 30*time.Second, "check-config", "--config.file", broken)
-	if code != 1 || !strings.Contains(errOut, "must not contain") || !strings.Contains(errOut, "targets[5].cassandra.hosts[0]") {
+	if code != 3 || !strings.Contains(errOut, "must not contain") || !strings.Contains(errOut, "targets[5].cassandra.hosts[0]") {
 		t.Errorf("check-config of the broken config: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("broken config rejected with:\n%s", errOut)
