@@ -39,10 +39,17 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/dbcanary
 
+IMAGE ?= dbcanary:$(VERSION)
+.PHONY: image
+## image: the container image $(IMAGE) from bin/dbcanary (deploy/image/Containerfile: empty base, CA bundle, user 65532), built by podman without a Docker daemon or registry (docs/release.md)
+image: build
+	VERSION=$(VERSION) REVISION=$(REVISION) bash deploy/image/build.sh $(BIN) $(IMAGE)
+
 ## deps: install (and cache) every server and tool the tests use
 deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s install || exit 1; done
+	@for s in test/tools/*.sh; do bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration
