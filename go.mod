@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
+	github.com/google/licensecheck v0.3.1
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/opensearch-project/opensearch-go/v4 v4.8.1
 	github.com/prometheus/client_golang v1.25.0
