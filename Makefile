@@ -30,7 +30,7 @@ INTEGRATION_PKGS ?= $(shell grep -rlE --include='*_test.go' '^//go:build .*integ
 FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 
 
-.PHONY: chart-rules lint-rules-boards
+.PHONY: chart-rules chart-boards chart-docs lint-rules-boards
 .PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
 
 all: build
@@ -126,12 +126,21 @@ stack-down:
 generate:
 	$(GO) run ./cmd/dbcanary generate rules --baseline baselines/james-reference.yaml
 	$(GO) run ./cmd/dbcanary generate dashboards --baseline baselines/james-reference.yaml
-	@$(MAKE) --no-print-directory chart-rules
+	@$(MAKE) --no-print-directory chart-rules chart-boards
 
 CHART := deploy/helm/dbcanary
 ## chart-rules: copy the generated alert rules into the Helm chart (committed; its PrometheusRule reads files/dbcanary-rules.yml)
 chart-rules:
 	install -D -m 0644 alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
+
+## chart-boards: copy the Grafana boards into the Helm chart (committed; its dashboards ConfigMaps read files/dashboards/*.json)
+chart-boards:
+	rm -rf $(CHART)/files/dashboards
+	install -D -m 0644 -t $(CHART)/files/dashboards dashboards/*.json
+
+## chart-docs: the chart's README.md from its values.yaml `# --` comments and README.md.gotmpl (helm-docs, built by test/stack/helm.sh; TestChartReadme checks it)
+chart-docs:
+	$$(bash $(STACK)/helm.sh docs) --skip-version-footer --chart-search-root $(CHART)
 
 clean:
 	rm -rf bin

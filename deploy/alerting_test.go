@@ -18,6 +18,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -239,6 +240,7 @@ func TestChartJobMatchesRules(t *testing.T) {
 			if d := groupsDiff(pr.Spec.Groups, ruleGroups(t, withJob(t, file, job))); d != "" {
 				t.Errorf("PrometheusRule differs from the rule file with job %q: %s", job, d)
 			}
+			checkNoScrapeAnnotations(t, objs)
 		})
 	}
 }
@@ -263,9 +265,9 @@ func TestChartScrapesEachPodOnce(t *testing.T) {
 	}
 }
 
-// TestKustomizeJobMatchesRules: the base with its ServiceMonitor component,
-// renamed by an overlay, still gives the job the shipped rules select.
-func TestKustomizeJobMatchesRules(t *testing.T) {
+// kustomizeOverlay renders an overlay kustomization (its text) beside a copy of deploy/kubernetes.
+func kustomizeOverlay(t *testing.T, kustomization string) objects {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "kubernetes")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "deploy", "kubernetes"))); err != nil {
 		t.Fatal(err)
@@ -274,18 +276,171 @@ func TestKustomizeJobMatchesRules(t *testing.T) {
 	if err := os.Mkdir(overlay, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := "resources: [../base]\ncomponents: [../components/servicemonitor]\nnamePrefix: payments-\nnamespace: storage\n"
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	objs := kustomize(t, overlay)
-	sm := onlyKind[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
-	job := onlyScrapeJob(t, objs, sm)
-	if want := shippedJob(t, rulesFile(t)); job != want {
-		t.Errorf("the kustomize ServiceMonitor gives job=%q, the rules select job=%q", job, want)
+	return kustomize(t, overlay)
+}
+
+// TestKustomizeJobMatchesRules: the base with its ServiceMonitor component and
+// the sidecar example with its PodMonitor, renamed and moved by an overlay,
+// give the job the shipped rules select, each pod scraped once and by no
+// annotation job.
+func TestKustomizeJobMatchesRules(t *testing.T) {
+	want := shippedJob(t, rulesFile(t))
+	t.Run("base", func(t *testing.T) {
+		objs := kustomizeOverlay(t, "resources: [../base]\ncomponents: [../components/servicemonitor, ../components/podmonitor]\nnamePrefix: payments-\nnamespace: storage\n")
+		sm := onlyKind[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
+		job := onlyScrapeJob(t, objs, sm)
+		if job != want {
+			t.Errorf("the kustomize ServiceMonitor gives job=%q, the rules select job=%q", job, want)
+		}
+		if ep := sm.Spec.Endpoints; len(ep) != 1 || ep[0].Port != "http-metrics" || ep[0].Path != "/metrics" {
+			t.Errorf("endpoints %+v", ep)
+		}
+		// The sidecars' PodMonitor leaves the base's pods to the ServiceMonitor.
+		pm := onlyKind[monitoringv1.PodMonitor](t, objs, "PodMonitor")
+		if pods := scrapedPods(t, objs, pm); len(pods) != 0 {
+			t.Errorf("the PodMonitor also scrapes %v, which the ServiceMonitor scrapes: every rate would double", podNames(pods))
+		}
+		checkNoScrapeAnnotations(t, objs)
+	})
+	t.Run("sidecar", func(t *testing.T) {
+		objs := kustomizeOverlay(t, "resources: [../sidecar]\nnamePrefix: shop-\nnamespace: shop\n")
+		checkNoScrapeAnnotations(t, objs)
+		pm := onlyKind[monitoringv1.PodMonitor](t, objs, "PodMonitor")
+		pods := scrapedPods(t, objs, pm)
+		if len(pods) != 1 {
+			t.Fatalf("the PodMonitor scrapes the pods of %v, want the application's alone", podNames(pods))
+		}
+		if job := podMonitorJob(t, pm, pods[0]); job != want {
+			t.Errorf("the sidecar's PodMonitor gives job=%q, the rules select job=%q", job, want)
+		}
+		checkSidecarEndpoint(t, pm, pods[0])
+	})
+}
+
+// workloadPod is the pod template of a Deployment or StatefulSet.
+type workloadPod struct {
+	name, namespace string
+	template        corev1.PodTemplateSpec
+}
+
+func workloadPods(objs objects) []workloadPod {
+	var pods []workloadPod
+	for _, k := range objs.keys() {
+		switch o := objs[k].(type) {
+		case *appsv1.Deployment:
+			pods = append(pods, workloadPod{k, o.Namespace, o.Spec.Template})
+		case *appsv1.StatefulSet:
+			pods = append(pods, workloadPod{k, o.Namespace, o.Spec.Template})
+		}
 	}
-	if ep := sm.Spec.Endpoints; len(ep) != 1 || ep[0].Port != "http-metrics" || ep[0].Path != "/metrics" {
-		t.Errorf("endpoints %+v", ep)
+	return pods
+}
+
+func podNames(pods []workloadPod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// scrapedPods are the workloads of objs whose pods a PodMonitor selects: in its
+// namespaces, matching its selector, with a container port its endpoint names.
+func scrapedPods(t *testing.T, objs objects, pm *monitoringv1.PodMonitor) []workloadPod {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil {
+		t.Fatalf("PodMonitor selector: %v", err)
+	}
+	if sel.Empty() {
+		t.Fatal("the PodMonitor selects every pod")
+	}
+	nss := pm.Spec.NamespaceSelector
+	var pods []workloadPod
+	for _, p := range workloadPods(objs) {
+		inNamespace := nss.Any || slices.Contains(nss.MatchNames, p.namespace) ||
+			len(nss.MatchNames) == 0 && p.namespace == pm.Namespace
+		if !inNamespace || !sel.Matches(labels.Set(p.template.Labels)) {
+			continue
+		}
+		for _, ep := range pm.Spec.PodMetricsEndpoints {
+			if ep.Port != nil && len(containerPorts(p.template, *ep.Port)) > 0 {
+				pods = append(pods, p)
+				break
+			}
+		}
+	}
+	return pods
+}
+
+// containerPorts lists the containers of a pod template with a port of that name.
+func containerPorts(pt corev1.PodTemplateSpec, name string) []string {
+	var cs []string
+	for _, c := range pt.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name {
+				cs = append(cs, c.Name)
+			}
+		}
+	}
+	return cs
+}
+
+// podMonitorJob is the job prometheus-operator gives what pm scrapes in pod:
+// "<namespace>/<PodMonitor name>", replaced by the value of the pod label
+// named by jobLabel when that is set and not empty (no relabeling may write job).
+func podMonitorJob(t *testing.T, pm *monitoringv1.PodMonitor, pod workloadPod) string {
+	t.Helper()
+	job := pm.Namespace + "/" + pm.Name
+	if pm.Spec.JobLabel != "" && pod.template.Labels[pm.Spec.JobLabel] != "" {
+		job = pod.template.Labels[pm.Spec.JobLabel]
+	}
+	for _, ep := range pm.Spec.PodMetricsEndpoints {
+		for _, rc := range ep.RelabelConfigs {
+			if rc.TargetLabel == "job" {
+				t.Fatalf("an endpoint relabeling writes job: %+v", rc)
+			}
+		}
+	}
+	return job
+}
+
+// checkSidecarEndpoint: the PodMonitor has one endpoint, a port only the
+// dbcanary container has, the one it listens on, so the application's own
+// metrics never get dbcanary's job.
+func checkSidecarEndpoint(t *testing.T, pm *monitoringv1.PodMonitor, pod workloadPod) {
+	t.Helper()
+	eps := pm.Spec.PodMetricsEndpoints
+	if len(eps) != 1 || eps[0].Port == nil || eps[0].Path != "/metrics" {
+		t.Fatalf("PodMonitor endpoints %+v, want one named port, path /metrics", eps)
+	}
+	if cs := containerPorts(pod.template, *eps[0].Port); !slices.Equal(cs, []string{"dbcanary"}) {
+		t.Errorf("port %q is on containers %v, want the dbcanary container alone", *eps[0].Port, cs)
+	}
+	for _, c := range pod.template.Spec.Containers {
+		if c.Name != "dbcanary" {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.Name == *eps[0].Port && !slices.Contains(c.Args, fmt.Sprintf("--web.listen-address=:%d", p.ContainerPort)) {
+				t.Errorf("port %s is %d; dbcanary listens on %v", p.Name, p.ContainerPort, c.Args)
+			}
+		}
+	}
+}
+
+// checkNoScrapeAnnotations: no pod asks an annotation-based job (kubernetes-pods)
+// to scrape it: that job would scrape it a second time, under its own job
+// name, and the series would escape the rules.
+func checkNoScrapeAnnotations(t *testing.T, objs objects) {
+	t.Helper()
+	for _, p := range workloadPods(objs) {
+		if v, ok := p.template.Annotations["prometheus.io/scrape"]; ok && !strings.EqualFold(v, "false") {
+			t.Errorf("%s: pod annotation prometheus.io/scrape=%q: an annotation job would scrape it again under another job", p.name, v)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -47,15 +48,18 @@ type RuleGroup struct {
 	Limit                   *int              `json:"limit,omitempty"`
 	PartialResponseStrategy string            `json:"partial_response_strategy,omitempty"`
 	Labels                  map[string]string `json:"labels,omitempty"`
-	Rules                   []struct {
-		Record        string            `json:"record,omitempty"`
-		Alert         string            `json:"alert,omitempty"`
-		Expr          string            `json:"expr"`
-		For           string            `json:"for,omitempty"`
-		KeepFiringFor string            `json:"keep_firing_for,omitempty"`
-		Labels        map[string]string `json:"labels,omitempty"`
-		Annotations   map[string]string `json:"annotations,omitempty"`
-	} `json:"rules"`
+	Rules                   []Rule            `json:"rules"`
+}
+
+// Rule is one recording or alerting rule of a RuleGroup.
+type Rule struct {
+	Record        string            `json:"record,omitempty"`
+	Alert         string            `json:"alert,omitempty"`
+	Expr          string            `json:"expr"`
+	For           string            `json:"for,omitempty"`
+	KeepFiringFor string            `json:"keep_firing_for,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
 }
 
 // PrometheusRule is monitoring.coreos.com/v1 PrometheusRule.
@@ -76,6 +80,8 @@ var kinds = map[string]func() any{
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PodMonitor":     func() any { return &monitoringv1.PodMonitor{} },
+	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
 	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &PrometheusRule{} },
 	// prometheus-operator's own API types: strict decoding rejects any field it does not know.
 	"monitoring.coreos.com/v1alpha1/AlertmanagerConfig": func() any { return &monitoringv1alpha1.AlertmanagerConfig{} },
@@ -560,6 +566,10 @@ func TestChartRejects(t *testing.T) {
 	if err := os.Remove(filepath.Join(noRules, "files", "dbcanary-rules.yml")); err != nil {
 		t.Fatal(err)
 	}
+	noBoards := chartCopy(t)
+	if err := os.RemoveAll(filepath.Join(noBoards, "files", "dashboards")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, values, want string
 	}{
@@ -573,11 +583,22 @@ func TestChartRejects(t *testing.T) {
 		{"alertmanagerConfig without a pager", "alertmanagerConfig: {enabled: true}\n", "set alertmanagerConfig.receivers.pager"},
 		{"receiver with a name", "alertmanagerConfig: {receivers: {pager: {name: x}}}\n", "receivers"},
 		{"unknown alertmanagerConfig key", "alertmanagerConfig: {groupBy: [alertname]}\n", "additional properties 'groupBy' not allowed"},
+		{"disabled alert unknown", "prometheusRule: {enabled: true, disabled: [DbcanaryLatencyAboveBaselin]}\n", `prometheusRule.disabled: no alert named "DbcanaryLatencyAboveBaselin" in files/dbcanary-rules.yml`},
+		{"extra label the alerts set", "prometheusRule: {enabled: true, additionalRuleLabels: {severity: info}}\n", "prometheusRule.additionalRuleLabels.severity: alert"},
+		{"extra namespace label with alertmanagerConfig", "prometheusRule: {enabled: true, additionalRuleLabels: {namespace: x}}\nalertmanagerConfig: {enabled: true, receivers: {pager: {webhookConfigs: [{url: \"https://x.invalid\"}]}}}\n",
+			"prometheusRule.additionalRuleLabels.namespace: alertmanagerConfig.enabled sets the namespace label"},
+		{"extra label not a label name", "prometheusRule: {additionalRuleLabels: {team-name: storage}}\n", "'team-name' does not match pattern"},
+		{"boards absent", "dashboards: {enabled: true}\n", "files/dashboards/*.json is missing from the chart; run `make chart-boards`"},
+		{"unknown networkPolicy key", "networkPolicy: {ingress: []}\n", "additional properties 'ingress' not allowed"},
+		{"dashboard label value not a label value", "dashboards: {labelValue: 'yes please'}\n", "labelValue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := chart
-			if tc.name == "rules file absent" {
+			switch tc.name {
+			case "rules file absent":
 				c = noRules
+			case "boards absent":
+				c = noBoards
 			}
 			_, err := template(t, c, tc.values)
 			if err == nil {
