@@ -37,7 +37,7 @@ notes=$(awk -v v="$version" '
     line = $0; gsub(/[][()]/, " ", line); n = split(line, w, /[ \t]+/)
     for (i = 2; i <= n; i++) if (w[i] == v || w[i] == "v" v) { found = 1; next }
   }
-  found { print }
+  found && (started || NF) { started = 1; print }
 ' "$changelog")
 if [ -z "$(printf '%s' "$notes" | tr -d '[:space:]')" ]; then
   echo "release-notes.sh: $changelog has no (or an empty) section for $version" >&2
