@@ -105,7 +105,7 @@ integration:
 	if [ -f $(FIGURES) ]; then echo "== figures measured by the integration tests ($(FIGURES))"; cat $(FIGURES); fi; \
 	if [ -f $(PAGES_TABLE) ]; then echo "== page-quality table ($(PAGES_TABLE))"; cat $(PAGES_TABLE); fi; exit $$rc
 
-## bench: engine and probe benchmarks (figures, not assertions)
+## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/
 

@@ -12,8 +12,9 @@ import (
 
 // checkNode walks a YAML node against the Go type it will be decoded into and
 // reports, with their path and line, unknown or duplicate keys and values of
-// the wrong type. yaml's own KnownFields option stops at the first problem and
-// does not say where inside a nested section it was; operators want them all.
+// the wrong type, with the exact messages test/hostile pins (a "did you mean"
+// for a near miss, the section path of a nested key). yaml.v3's KnownFields
+// reports unknown keys with their line but not the section path, nor a hint.
 func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias

@@ -56,7 +56,7 @@ stack_lock() {
   flock -w 900 9 || die "$1: could not get $STACK_DIR/$1/.lock within 900s"
 }
 
-# need_root_apt PKG...: install Debian packages when missing.
+# apt_install PKG...: install Debian packages when missing.
 apt_install() {
   local missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
