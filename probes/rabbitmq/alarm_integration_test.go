@@ -102,17 +102,39 @@ func TestResourceAlarmsSayWhy(t *testing.T) {
 				t.Errorf("%s alarm: the publish failed with %s of its %s timeout left: it waited instead of failing when the broker blocked", a.name, left, opTimeout)
 			}
 		}
-		var err error
-		var left time.Duration
+		// Publishes go in concurrent batches, as the engine runs them: in the
+		// batch that meets the alarm, the broker reads one publish, blocks the
+		// connection and reads no more, so the others are waiting for their
+		// confirm when connection.blocked arrives.
+		type result struct {
+			left time.Duration
+			err  error
+		}
+		var failed []result
 		enginetest.WaitFor(t, 2*time.Minute, "a publish refused by the "+a.name+" alarm", func() bool {
-			left, err = publish()
-			return err != nil
+			results := make(chan result, 4)
+			for range cap(results) {
+				go func() {
+					left, err := publish()
+					results <- result{left, err}
+				}()
+			}
+			for range cap(results) {
+				if r := <-results; r.err != nil {
+					failed = append(failed, r)
+				}
+			}
+			return len(failed) > 0
 		})
-		check(left, err)
+		for _, r := range failed {
+			check(r.left, r.err)
+		}
 		for range 3 { // refused before publishing, without waiting for a confirm
 			check(publish())
 		}
-		if n := logs.count("level=WARN msg=\"the broker blocked this connection"); n != i+1 {
+		blockLine := "level=WARN msg=\"the broker blocked this connection"
+		enginetest.WaitFor(t, 30*time.Second, "the block in the log", func() bool { return logs.count(blockLine) >= i+1 })
+		if n := logs.count(blockLine); n != i+1 {
 			t.Errorf("%s alarm: %d block warnings in the log, want %d (one per transition)", a.name, n, i+1)
 		}
 
@@ -129,7 +151,9 @@ func TestResourceAlarmsSayWhy(t *testing.T) {
 		if got := connections(); got != conn {
 			t.Errorf("%s alarm cleared: connections %q, want the same one %q (no reconnect)", a.name, got, conn)
 		}
-		if n := logs.count("the broker unblocked this connection"); n != i+1 {
+		unblockLine := "level=INFO msg=\"the broker unblocked this connection"
+		enginetest.WaitFor(t, 30*time.Second, "the unblock in the log", func() bool { return logs.count(unblockLine) >= i+1 })
+		if n := logs.count(unblockLine); n != i+1 {
 			t.Errorf("%s alarm cleared: %d unblock lines in the log, want %d", a.name, n, i+1)
 		}
 	}
