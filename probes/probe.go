@@ -116,6 +116,9 @@ type Target struct {
 	// Report delivers samples of async ops. It is safe for concurrent use and
 	// never nil.
 	Report Reporter
+	// Certs is told the certificate chains the store presents over TLS; pass
+	// it to TLSConfig.Build. May be nil.
+	Certs CertObserver
 }
 
 // Reporter receives samples of async ops.

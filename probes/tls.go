@@ -6,6 +6,13 @@ import (
 	"fmt"
 )
 
+// CertObserver learns the certificate chain a store presented in each TLS
+// handshake that verified (or that verification was skipped for), so that the
+// engine can export the earliest expiry an operator must renew before.
+type CertObserver interface {
+	CertsSeen(chain []*x509.Certificate)
+}
+
 // TLSConfig is the TLS block shared by every backend section.
 type TLSConfig struct {
 	// Enabled turns TLS on where the URL scheme does not already say so.
@@ -44,8 +51,9 @@ func (c *TLSConfig) Configured() bool {
 	return c.Enabled || c.CAFile != "" || c.CertFile != "" || c.ServerName != "" || c.InsecureSkipVerify
 }
 
-// Build returns a *tls.Config; defaultServerName is used when ServerName is empty.
-func (c *TLSConfig) Build(defaultServerName string) (*tls.Config, error) {
+// Build returns a *tls.Config; defaultServerName is used when ServerName is
+// empty. seen, if not nil, is told every chain the store presents.
+func (c *TLSConfig) Build(defaultServerName string, seen CertObserver) (*tls.Config, error) {
 	cfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         c.ServerName,
@@ -53,6 +61,16 @@ func (c *TLSConfig) Build(defaultServerName string) (*tls.Config, error) {
 	}
 	if cfg.ServerName == "" {
 		cfg.ServerName = defaultServerName
+	}
+	if seen != nil {
+		// Runs after the usual verification has passed: only chains the
+		// canary accepted are counted.
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) > 0 {
+				seen.CertsSeen(cs.PeerCertificates)
+			}
+			return nil
+		}
 	}
 	if c.CAFile != "" {
 		pool, err := c.loadCA()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,7 @@ type runner struct {
 	up            prometheus.Gauge
 	misconfigured prometheus.Gauge
 	observer      Observer
+	certs         certWatch
 
 	// The target's state is derived from the latest outcome of each op and of
 	// Prepare: up only if none of them failed to reach the store, so one op
@@ -112,7 +114,7 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.
 	if !ok {
 		return nil, fmt.Errorf("target %s: unknown backend %q", t.Name, t.Backend)
 	}
-	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Ephemeral: ephemeral, Config: t.Probe, Logger: r.logger, Report: r})
+	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Ephemeral: ephemeral, Config: t.Probe, Logger: r.logger, Report: r, Certs: r})
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
@@ -153,6 +155,7 @@ func (r *runner) attachMetrics(m *metrics.Metrics) {
 	r.inFlight = m.InFlight.WithLabelValues(r.target.Name, r.target.Backend)
 	r.up = m.Up.WithLabelValues(r.target.Name, r.target.Backend)
 	r.misconfigured = m.Misconfigured.WithLabelValues(r.target.Name, r.target.Backend)
+	r.certs.attach(func() prometheus.Gauge { return m.CertExpiry.WithLabelValues(r.target.Name, r.target.Backend) })
 	r.up.Set(0)
 	r.misconfigured.Set(0)
 }
@@ -347,6 +350,15 @@ func (r *runner) ensurePrepared(ctx context.Context) error {
 	r.prepared.Store(true)
 	r.setPrepared(nil)
 	return nil
+}
+
+// CertsSeen implements probes.CertObserver: the earliest expiry of the
+// certificates the store presented, for the gauge and the status page.
+func (r *runner) CertsSeen(chain []*x509.Certificate) {
+	notAfter, subject := r.certs.observe(chain, time.Now())
+	if o, ok := r.observer.(CertObserver); ok {
+		o.CertExpiry(r.target.Name, notAfter, subject)
+	}
 }
 
 // Report implements probes.Reporter for async ops.

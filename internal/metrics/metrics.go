@@ -1,4 +1,5 @@
-// Package metrics defines every metric dbcanary exports. Label sets are small
+// Package metrics defines the op, target and reload metrics dbcanary exports
+// (the durability ledger's own live in internal/ledger). Label sets are small
 // and fixed (target, backend, op, result, cause, phase, direction); no label
 // ever carries an unbounded value such as an error string, key or object name.
 package metrics
@@ -17,9 +18,10 @@ import (
 const namespace = "dbcanary"
 
 // LatencyBuckets are the classic bucket bounds, in seconds. Beside a
-// roughly 1-2.5-5 ladder they hold the figures of ../shared/reference/BASELINES.md
-// that alerts compare against, so that histogram_quantile is exact at a
-// threshold rather than interpolated across a wide bucket:
+// roughly 1-2.5-5 ladder they hold the reference figures of
+// baselines/james-reference.yaml that alerts compare against, so that
+// histogram_quantile is exact at a threshold rather than interpolated across
+// a wide bucket:
 //
 //	0.003   YCSB workloada run read avg 3.363 ms (ApsaraDB, 80 % CPU)
 //	0.008   YCSB p95 7.795 ms
@@ -64,6 +66,7 @@ type Metrics struct {
 	LastSuccess   *prometheus.GaugeVec
 	Bytes         *prometheus.CounterVec
 	InFlight      *prometheus.GaugeVec
+	CertExpiry    *prometheus.GaugeVec
 
 	ReloadSuccess   prometheus.Gauge
 	ReloadTimestamp prometheus.Gauge
@@ -115,6 +118,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "op_in_flight",
 			Help: "Ops running now against the target (bounded by max_in_flight)."},
 			[]string{"target", "backend"}),
+		CertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "tls_earliest_cert_expiry_timestamp_seconds",
+			Help: "Unix time at which the first of the certificates the target's store presented over TLS expires (leaf or chain, over every node certificate seen); absent for plaintext targets."},
+			[]string{"target", "backend"}),
 		ReloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_successful",
 			Help: "Whether the last configuration load or reload succeeded."}),
 		ReloadTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_success_timestamp_seconds",
@@ -122,7 +128,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "targets",
 			Help: "Targets this instance probes."}),
 	}
-	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.Misconfigured, m.ExpectedRate, m.LastSuccess, m.Bytes, m.InFlight,
+	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.Misconfigured, m.ExpectedRate, m.LastSuccess, m.Bytes, m.InFlight, m.CertExpiry,
 		m.ReloadSuccess, m.ReloadTimestamp, m.Targets,
 		ledger.Collector(),
 		versioncollector.NewCollector(namespace),
@@ -145,6 +151,7 @@ func (m *Metrics) DeleteTarget(target string) {
 	m.LastSuccess.DeletePartialMatch(l)
 	m.Bytes.DeletePartialMatch(l)
 	m.InFlight.DeletePartialMatch(l)
+	m.CertExpiry.DeletePartialMatch(l)
 }
 
 // OpObservers are an op's pre-resolved series, so the hot path does no label lookup.

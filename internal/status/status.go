@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbcanary/dbcanary/internal/ledger"
@@ -67,6 +68,21 @@ type target struct {
 	name, backend, namespace string
 	started                  time.Time
 	ops                      []*op
+	cert                     atomic.Pointer[CertStatus] // the earliest TLS certificate expiry seen
+}
+
+// CertStatus is the first certificate to expire among those the target's
+// store presented over TLS.
+type CertStatus struct {
+	NotAfter time.Time `json:"not_after"`
+	Subject  string    `json:"subject"`
+}
+
+// CertExpiry implements engine.CertObserver.
+func (s *Store) CertExpiry(name string, notAfter time.Time, subject string) {
+	if v, ok := s.targets.Load(name); ok {
+		v.(*target).cert.Store(&CertStatus{NotAfter: notAfter, Subject: subject})
+	}
 }
 
 func (t *target) op(name string) *op {
@@ -289,12 +305,15 @@ type Summary struct {
 // TargetStatus is one target: failing if any op is, ok if every op that ran
 // succeeded last, not yet run if no op has.
 type TargetStatus struct {
-	Name      string     `json:"name"`
-	Backend   string     `json:"backend"`
-	Namespace string     `json:"namespace,omitempty"`
-	State     State      `json:"state"`
-	Started   time.Time  `json:"started"`
-	Ops       []OpStatus `json:"ops"`
+	Name      string `json:"name"`
+	Backend   string `json:"backend"`
+	Namespace string `json:"namespace,omitempty"`
+	// TLSCert is the first certificate the store presented to expire; nil
+	// for a plaintext target or before the first TLS handshake.
+	TLSCert *CertStatus `json:"tls_cert,omitempty"`
+	State   State       `json:"state"`
+	Started time.Time   `json:"started"`
+	Ops     []OpStatus  `json:"ops"`
 	// Ledger is the target's durability ledger, when it runs one (its
 	// ledger ops are on, or it still holds or has checked entries).
 	Ledger *ledger.Status `json:"ledger,omitempty"`
@@ -386,7 +405,7 @@ func (s *Store) Snapshot() Snapshot {
 
 func (t *target) snapshot(now time.Time) TargetStatus {
 	ts := TargetStatus{Name: t.name, Backend: t.backend, Namespace: t.namespace, Started: t.started,
-		State: StateNotYetRun, Ops: make([]OpStatus, len(t.ops))}
+		State: StateNotYetRun, Ops: make([]OpStatus, len(t.ops)), TLSCert: t.cert.Load()}
 	for i, o := range t.ops {
 		ts.Ops[i] = o.snapshot(now)
 		switch ts.Ops[i].State {

@@ -152,8 +152,39 @@ type ledgerCells struct {
 
 type targetCells struct {
 	Name, Backend, Namespace string
+	Cert                     template.HTML // the store's first TLS certificate to expire, if any
 	State                    status.State
 	Rowspan                  int
+}
+
+// certSoon is when the page starts to highlight a certificate expiry: the
+// default of the DbcanaryTLSCertExpiringSoon warning (docs/alerts-dashboards.md).
+const certSoon = 21 * 24 * time.Hour
+
+// span is a duration in whole days, or hours under two days.
+func span(d time.Duration) string {
+	if d < 48*time.Hour {
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+}
+
+// certCell renders the first certificate to expire among those the store presented.
+func certCell(now time.Time, c *status.CertStatus) template.HTML {
+	if c == nil {
+		return ""
+	}
+	left := c.NotAfter.Sub(now)
+	class, when := "cert", "in "+span(left)
+	switch {
+	case left <= 0:
+		class, when = "cert expired", span(-left)+" ago"
+	case left < certSoon:
+		class = "cert soon"
+	}
+	iso := c.NotAfter.UTC().Format(time.RFC3339)
+	return template.HTML(`<div class="` + class + `" title="` + template.HTMLEscapeString(c.Subject) + `">TLS certificate expires <time datetime="` +
+		iso + `">` + c.NotAfter.UTC().Format("2006-01-02") + `</time> (` + when + `)</div>`)
 }
 
 type errorCells struct {
@@ -195,7 +226,7 @@ func rows(snap status.Snapshot, window time.Duration) []row {
 	}
 	out := make([]row, 0, n)
 	for _, t := range snap.Targets {
-		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, State: t.State, Rowspan: max(len(t.Ops), 1)}
+		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, Cert: certCell(now, t.TLSCert), State: t.State, Rowspan: max(len(t.Ops), 1)}
 		if t.Ledger != nil && len(t.Ops) > 0 {
 			tc.Rowspan++
 		}

@@ -30,6 +30,7 @@ type Probe struct {
 	target     string
 	instance   string
 	hostList   string // contact points, for messages
+	certs      probes.CertObserver
 	logger     *slog.Logger
 	table      string
 	ttlSeconds int
@@ -68,6 +69,7 @@ func New(t probes.Target) (*Probe, error) {
 		target:     t.Name,
 		instance:   t.InstanceID,
 		hostList:   strings.Join(cfg.Hosts, ","),
+		certs:      t.Certs,
 		logger:     t.Logger,
 		ttlSeconds: int(cfg.TTL / time.Second),
 		// A margin of a tenth of the TTL covers clock skew between us and the nodes.

@@ -71,7 +71,7 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 	if p.cfg.TLS.Configured() {
 		// An empty server name lets the driver check each node's own address.
 		var err error
-		if tc, err = p.cfg.TLS.Build(""); err != nil {
+		if tc, err = p.cfg.TLS.Build("", p.certs); err != nil {
 			return nil, err
 		}
 	}

@@ -22,7 +22,7 @@ import (
 
 // newClient builds the opensearch-go client: its transport gives retries on
 // another node, dead-node resurrection and request timeouts. It does no I/O.
-func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, error) {
+func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver) (*opensearchapi.Client, error) {
 	// Retries go to another node: with a single address a retry would only
 	// hit the same unreachable node again (three dials per op during an outage).
 	retries := min(cfg.MaxRetries, len(cfg.Addresses)-1)
@@ -38,7 +38,7 @@ func newClient(cfg *Config, auth func(*http.Request)) (*opensearchapi.Client, er
 	}
 	if cfg.TLS.Configured() || hasHTTPS(cfg.Addresses) {
 		// An empty server name lets crypto/tls check each node's own host name.
-		tc, err := cfg.TLS.Build("")
+		tc, err := cfg.TLS.Build("", certs)
 		if err != nil {
 			return nil, err
 		}

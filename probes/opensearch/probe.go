@@ -96,7 +96,7 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
-	client, err := newClient(&p.cfg, func(r *http.Request) { _ = p.authorize(r) })
+	client, err := newClient(&p.cfg, func(r *http.Request) { _ = p.authorize(r) }, t.Certs)
 	if err != nil {
 		return nil, fmt.Errorf("opensearch client: %w", err)
 	}

@@ -1,6 +1,3 @@
-// Package rabbitmq is the AMQP 0-9-1 canary: it publishes persistent messages
-// with publisher confirms into a queue of its own, consumes them back,
-// verifies every body byte for byte and counts messages that never return.
 package rabbitmq
 
 import (
@@ -38,6 +35,7 @@ type Probe struct {
 	dialURL   string // the URL without user info
 	logger    *slog.Logger
 	report    probes.Reporter
+	certs     probes.CertObserver
 	run       uint64 // random per process: tells this run's messages from older ones
 	ephemeral bool   // a one-shot run: Close deletes the queue
 	led       *ledgerState
@@ -119,6 +117,7 @@ func New(t probes.Target) (*Probe, error) {
 		dialURL:   u.String(),
 		logger:    t.Logger,
 		report:    t.Report,
+		certs:     t.Certs,
 		run:       rand.Uint64(),
 		ephemeral: t.Ephemeral,
 		pending:   map[uint64]pendingMsg{},
@@ -369,7 +368,7 @@ func (p *Probe) dial(ctx context.Context) (*amqp.Connection, string, error) {
 		Dial: p.dialer(ctx),
 	}
 	if uri.Scheme == "amqps" || p.cfg.TLS.Configured() {
-		tc, err := p.cfg.TLS.Build(uri.Host)
+		tc, err := p.cfg.TLS.Build(uri.Host, p.certs)
 		if err != nil {
 			return nil, "", err
 		}

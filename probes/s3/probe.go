@@ -100,7 +100,7 @@ func New(t probes.Target) (*Probe, error) {
 		MaxResponseHeaderBytes: 1 << 20, // a broken server's huge header must not cost the canary memory
 	}
 	if secure {
-		tc, err := cfg.TLS.Build("")
+		tc, err := cfg.TLS.Build("", t.Certs)
 		if err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
