@@ -48,6 +48,10 @@ type Config struct {
 	MaxObjectsPerSize   int              `yaml:"max_objects_per_size"`
 	LifecycleExpiry     bool             `yaml:"lifecycle_expiry"`
 	ListConsistency     bool             `yaml:"list_consistency"`
+	// ListingGrace is how long a listing may lag behind a write before a key
+	// it does not show, and that HEAD does not find either, is not_found
+	// (probe.go, listingLag); a key HEAD finds is never data loss.
+	ListingGrace time.Duration `yaml:"listing_grace"`
 	// AbandonedAfter is how long a run's heartbeat may go unrefreshed before
 	// any live instance of the target deletes that run's objects (see gc.go).
 	AbandonedAfter time.Duration `yaml:"abandoned_after"`
@@ -67,6 +71,7 @@ var DefaultConfig = Config{
 	MaxObjectsPerSize:  4,
 	LifecycleExpiry:    true,
 	ListConsistency:    true,
+	ListingGrace:       5 * time.Minute,
 	AbandonedAfter:     24 * time.Hour,
 }
 
@@ -208,6 +213,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.MaxObjectsPerSize < 1 || c.MaxObjectsPerSize > 100 {
 		errs = append(errs, probes.Invalid("max_objects_per_size", "must be between 1 and 100, got %d", c.MaxObjectsPerSize))
+	}
+	if c.ListingGrace < 0 || c.ListingGrace > maxAge {
+		errs = append(errs, probes.Invalid("listing_grace", "must be between 0 (a strongly consistent store: a key missing from a listing and from HEAD is not_found at once) and %s, got %s", fmtHours(maxAge), c.ListingGrace))
 	}
 	if c.AbandonedAfter < minAbandonedAfter || c.AbandonedAfter > maxAbandonedAfter {
 		errs = append(errs, probes.Invalid("abandoned_after", "must be between %s (longer than the %s a canary object may still be read by the process that wrote it, plus an hour for clock skew; the heartbeat is refreshed every %s) and %s, got %s",

@@ -107,7 +107,7 @@ func (p *Probe) loop(ctx context.Context, done chan struct{}) {
 func (p *Probe) beat(ctx context.Context) error {
 	body := []byte(fmt.Sprintf("dbcanary heartbeat\ntarget: %s\ninstance: %s\nrun: %s\nstarted: %s\nrefreshed every %s; the objects under this prefix are deleted by other dbcanary instances of the target once this heartbeat is %s old\n",
 		p.target, p.instance, p.run, p.started.UTC().Format(time.RFC3339), p.heartbeatEvery, p.abandonedAfter))
-	_, err := p.client.PutObject(ctx, p.cfg.Bucket, p.heartbeat, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "text/plain; charset=utf-8"})
+	_, err := p.client.PutObject(ctx, p.cfg.Bucket, p.heartbeat, bytes.NewReader(body), int64(len(body)), putOptions("text/plain; charset=utf-8"))
 	if err != nil {
 		return p.classify("put (heartbeat)", p.heartbeat, err)
 	}
@@ -226,6 +226,7 @@ type gcResult struct {
 	Listed, Deleted, Kept int
 	Runs                  []string // groups (instance/run) whose heartbeat or last object was deleted
 	Done                  bool     // the listing reached the end of the prefix
+	Aborted               int      // stale multipart uploads aborted (abortStaleUploads)
 }
 
 // collect is one bounded pass of the collector over the target's prefix. It
@@ -325,7 +326,57 @@ func (p *Probe) collect(ctx context.Context) (res gcResult, err error) {
 		return res, err
 	}
 	p.gc.startAfter, res.Done = "", true
+	// Once per full sweep: unfinished multipart uploads hold space (Swift
+	// keeps their parts in <bucket>+segments) and no listing of objects shows them.
+	// Its failure does not fail the pass: the objects were collected.
+	var uerr error
+	if res.Aborted, uerr = p.abortStaleUploads(ctx, now); uerr != nil {
+		if c := probes.CauseOf(uerr); (c == probes.CauseSetup || c == probes.CauseAuth) && !p.uploadsWarned.Swap(true) {
+			p.logger.Warn("the collector cannot list or abort the canary's unfinished multipart uploads, so those of failed puts stay until a lifecycle rule aborts them (grant s3:ListBucketMultipartUploads and s3:AbortMultipartUpload; see docs/s3.md)",
+				"target", p.target, "prefix", p.base, "err", uerr)
+		} else {
+			p.logger.Debug("collector: aborting stale multipart uploads failed; retrying next pass", "err", uerr)
+		}
+	}
 	return res, nil
+}
+
+// abortStaleUploads aborts the canary's unfinished multipart uploads (keys of
+// its own layout under the target's prefix, this run's too) initiated at
+// least abandoned_after before now (server time). A multipart put of a live
+// process lasts at most its op timeout, so such an upload belongs to a put
+// that failed or a process that died mid-upload; a lifecycle rule's
+// AbortIncompleteMultipartUpload does the same where the store has one.
+// Bounded like a pass: gcMaxListed uploads listed, gcMaxDeleted aborted.
+func (p *Probe) abortStaleUploads(ctx context.Context, now time.Time) (int, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listed, aborted := 0, 0
+	for u := range p.client.ListIncompleteUploads(lctx, p.cfg.Bucket, p.base, true) {
+		if u.Err != nil {
+			return aborted, p.classify("list multipart uploads (collector)", p.base, u.Err)
+		}
+		if listed++; listed > p.gcMaxListed || aborted >= p.gcMaxDeleted {
+			break
+		}
+		if !strings.HasPrefix(u.Key, p.base) || u.UploadID == "" || now.Sub(u.Initiated) < p.abandonedAfter {
+			continue
+		}
+		if kind, _ := parseKey(u.Key[len(p.base):]); kind == keyForeign {
+			continue
+		}
+		if err := p.core.AbortMultipartUpload(ctx, p.cfg.Bucket, u.Key, u.UploadID); err != nil {
+			if s3Code(err) == "NoSuchUpload" {
+				continue // completed or aborted meanwhile
+			}
+			return aborted, p.classify("abort multipart upload (collector)", u.Key, err)
+		}
+		aborted++
+	}
+	if err := ctx.Err(); err != nil {
+		return aborted, p.classify("list multipart uploads (collector)", p.base, err)
+	}
+	return aborted, nil
 }
 
 func (p *Probe) removeKey(ctx context.Context, key string) error {
@@ -352,6 +403,9 @@ func (p *Probe) logCollect(res gcResult, err error) {
 	}
 	if res.Deleted > 0 {
 		p.logger.Info("deleted canary objects of abandoned dbcanary runs", "prefix", p.base, "objects", res.Deleted, "runs", res.Runs)
+	}
+	if res.Aborted > 0 {
+		p.logger.Info("aborted unfinished canary multipart uploads older than abandoned_after", "prefix", p.base, "uploads", res.Aborted)
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/minio/minio-go/v7"
 
+	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // quick makes a probe's heartbeat, collector and abandoned_after fast enough
@@ -129,8 +131,13 @@ func TestSameInstanceNeverDeletesEachOther(t *testing.T) {
 // them with the dead run's instance id), keys of other layouts and keys
 // outside the target's prefix are kept.
 func TestCollectorRemovesAbandonedRuns(t *testing.T) {
-	b := bucket(t, "dbcanary-it-gc")
-	c := minioConfig(t, b)
+	st := theMinio()
+	collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-gc"))
+}
+
+// collectorRemovesAbandonedRuns is TestCollectorRemovesAbandonedRuns on one store.
+func collectorRemovesAbandonedRuns(t *testing.T, st s3Store, b string) {
+	c := st.config(t, b)
 	c.Sizes = []Size{4 * KiB, 128 * KiB}
 	const abandoned = 3 * time.Second
 	probe := func(instance string) *Probe {
@@ -145,7 +152,7 @@ func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 	}
 	dead := probe("pod-a")
 	dead.stopBackground() // killed: no Close, no more heartbeats
-	deadKeys := withPrefix(objects(t, admin(t), b), dead.Prefix())
+	deadKeys := withPrefix(objects(t, st.admin(t), b), dead.Prefix())
 	if len(deadKeys) != 6 {
 		t.Fatalf("dead run wrote %v", deadKeys)
 	}
@@ -159,7 +166,7 @@ func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 	}
 	oldLayout := "dbcanary/gc/pod-old/4KiB/0123abcd-00000001" // written before heartbeats existed
 	for _, k := range append(slices.Clone(foreign), oldLayout) {
-		if _, err := admin(t).PutObject(ctx, b, k, bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{}); err != nil {
+		if _, err := st.admin(t).PutObject(ctx, b, k, bytes.NewReader([]byte("x")), 1, putOptions("")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +192,7 @@ func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 		}
 	}
 	t.Logf("%d passes deleted %d objects", passes, deleted)
-	keys := objects(t, admin(t), b)
+	keys := objects(t, st.admin(t), b)
 	for _, k := range append(deadKeys, oldLayout) {
 		if slices.Contains(keys, k) {
 			t.Errorf("abandoned %s kept", k)
@@ -217,12 +224,12 @@ func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keys = objects(t, admin(t), b)
+	keys = objects(t, st.admin(t), b)
 	slices.Sort(foreign)
 	if !slices.Equal(keys, foreign) {
 		t.Errorf("left: %v, want only %v", keys, foreign)
 	}
-	removeAll(t, admin(t), b)
+	removeAll(t, st.admin(t), b)
 }
 
 func withPrefix(keys []string, prefix string) []string {
@@ -400,4 +407,87 @@ func TestCollectorRemovesOldLedgerObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	removeAll(t, admin(t), b)
+}
+
+// TestCollectorAbortsStaleUploads: the collector aborts the canary's
+// unfinished multipart uploads older than abandoned_after (a dead run's and
+// its own), and keeps younger ones and uploads of keys outside its layout.
+func TestCollectorAbortsStaleUploads(t *testing.T) {
+	st := theMinio()
+	collectorAbortsStaleUploads(t, st, st.bucket(t, "dbcanary-it-uploads"))
+}
+
+func collectorAbortsStaleUploads(t *testing.T, st s3Store, b string) {
+	c := st.config(t, b)
+	c.Sizes = []Size{4 * KiB}
+	const abandoned = 3 * time.Second
+	p := quick(newProbeAs(t, probes.Target{Name: "up", InstanceID: "pod-a", Config: c}), abandoned)
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	core := minio.Core{Client: st.admin(t)}
+	ctx := context.Background()
+	start := func(key string) string {
+		t.Helper()
+		id, err := core.NewMultipartUpload(ctx, b, key, putOptions(""))
+		if err != nil {
+			t.Fatalf("starting an upload of %s: %v", key, err)
+		}
+		part := bytes.Repeat([]byte("p"), 1<<10)
+		if _, err := core.PutObjectPart(ctx, b, key, id, 1, bytes.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{}); err != nil {
+			t.Fatalf("uploading a part of %s: %v", key, err)
+		}
+		return id
+	}
+	stale := []string{
+		"dbcanary/up/pod-z/0123456789abcdef/8MiB/00000001", // a run that died mid-upload
+		p.Prefix() + "8MiB/00000007",                       // a put of this run that failed mid-upload
+	}
+	foreign := "dbcanary/up/pod-z/notes.bin"
+	for _, k := range append(slices.Clone(stale), foreign) {
+		start(k)
+	}
+	uploads := func() []string {
+		var keys []string
+		for u := range st.admin(t).ListIncompleteUploads(ctx, b, "", true) {
+			if u.Err != nil {
+				t.Fatalf("listing uploads: %v", u.Err)
+			}
+			keys = append(keys, u.Key)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	if res := collectOnce(t, p); res.Aborted != 0 {
+		t.Fatalf("uploads younger than abandoned_after aborted: %+v", res)
+	}
+	// Wait until the store's clock, as the collector reads it, is abandoned_after past the uploads.
+	var initiated time.Time
+	for u := range st.admin(t).ListIncompleteUploads(ctx, b, "", true) {
+		if u.Err != nil {
+			t.Fatal(u.Err)
+		}
+		if u.Initiated.After(initiated) {
+			initiated = u.Initiated
+		}
+	}
+	enginetest.WaitFor(t, 60*time.Second, "the store's clock abandoned_after past the uploads", func() bool {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		now, err := p.serverNow(sctx)
+		return err == nil && now.Sub(initiated) >= abandoned
+	})
+	young := "dbcanary/up/pod-y/0123456789abcdef/8MiB/00000002"
+	start(young)
+	res := collectOnce(t, p)
+	want := []string{foreign, young}
+	slices.Sort(want)
+	if got := uploads(); res.Aborted != len(stale) || !slices.Equal(got, want) {
+		t.Fatalf("aborted %d, uploads left %v; want %d aborted and %v left", res.Aborted, got, len(stale), want)
+	}
+	stack.Figure(t, "S3 collector on %s: %d stale canary multipart uploads aborted, a young one and a foreign one kept", st.name, res.Aborted)
+	for u := range st.admin(t).ListIncompleteUploads(ctx, b, "", true) {
+		_ = core.AbortMultipartUpload(ctx, b, u.Key, u.UploadID)
+	}
 }

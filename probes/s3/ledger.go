@@ -70,7 +70,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 	_, _ = rand.Read(id[:])
 	key := fmt.Sprintf("%s%s/%s%x", p.base, p.instance, ledgerDir, id)
 	out.Sent = time.Now()
-	_, err := p.client.PutObject(ctx, p.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	_, err := p.client.PutObject(ctx, p.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)), putOptions("application/octet-stream"))
 	if err != nil {
 		return p.classify("put (ledger)", key, err)
 	}

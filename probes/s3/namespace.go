@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"strings"
@@ -110,6 +111,13 @@ func (p *Probe) ensureLifecycle(ctx context.Context) {
 	cfg, err := p.client.GetBucketLifecycle(ctx, p.cfg.Bucket)
 	if err != nil {
 		var er minio.ErrorResponse
+		var xe xml.UnmarshalError
+		if errors.As(err, &xe) && strings.Contains(err.Error(), "ListBucketResult") {
+			// OpenStack Swift's s3api has no lifecycle API: it ignores the
+			// ?lifecycle query and answers GET with a bucket listing.
+			p.noLifecycleAPI("GET ?lifecycle answered with a bucket listing")
+			return
+		}
 		if !errors.As(err, &er) {
 			p.logger.Debug("cannot read the bucket lifecycle; will retry", "err", err)
 			return
@@ -154,6 +162,10 @@ func (p *Probe) ensureLifecycle(ctx context.Context) {
 	}
 	if err := p.client.SetBucketLifecycle(ctx, p.cfg.Bucket, cfg); err != nil {
 		var er minio.ErrorResponse
+		if errors.As(err, &er) && (er.Code == "MalformedXML" || er.Code == "NotImplemented") {
+			p.noLifecycleAPI("PUT ?lifecycle answered " + er.Code)
+			return
+		}
 		if errors.As(err, &er) && er.Code != "" && er.StatusCode != 503 && er.StatusCode != 500 {
 			p.lifeDone.Store(true)
 			p.logger.Warn("cannot set the lifecycle rule expiring the canary prefix, so canary objects left by a crash will not expire by themselves (grant s3:PutLifecycleConfiguration, or set lifecycle_expiry: false)",
@@ -165,4 +177,14 @@ func (p *Probe) ensureLifecycle(ctx context.Context) {
 	}
 	p.lifeDone.Store(true)
 	p.logger.Info("lifecycle rule set: canary objects expire after a day", "bucket", p.cfg.Bucket, "prefix", p.base, "rule", id)
+}
+
+// noLifecycleAPI records, once, that the store has no S3 lifecycle API, and
+// says at warn level who cleans up instead.
+func (p *Probe) noLifecycleAPI(evidence string) {
+	if p.lifeDone.Swap(true) {
+		return
+	}
+	p.logger.Warn("this S3 store has no bucket lifecycle API, so no lifecycle rule expires the canary prefix: dbcanary's own collector removes what crashed dbcanary processes leave (objects after abandoned_after, and their unfinished multipart uploads); set lifecycle_expiry: false to skip the attempt (see docs/s3.md)",
+		"target", p.target, "bucket", p.cfg.Bucket, "prefix", p.base, "evidence", evidence, "abandoned_after", p.abandonedAfter)
 }

@@ -63,6 +63,7 @@ type Probe struct {
 	bg             background
 	gc             gcState
 	gcWarned       atomic.Bool
+	uploadsWarned  atomic.Bool // the collector cannot abort multipart uploads: warned once
 	gcPasses       atomic.Int64
 	wrote          atomic.Bool // something was written under the prefix: Close has work
 	ledger         *ledger.Ledger
@@ -220,15 +221,9 @@ func (p *Probe) put(ctx context.Context, s Size, out *probes.Outcome) error {
 // keep leaves o busy for the caller's next request on it.
 func (p *Probe) write(ctx context.Context, s Size, o *object, out *probes.Outcome, keep bool) error {
 	seed := rand.Uint64()
-	info, err := p.client.PutObject(ctx, p.cfg.Bucket, o.key, newContent(seed, int64(s)), int64(s), minio.PutObjectOptions{
-		ContentType: "application/octet-stream",
-		PartSize:    uint64(p.cfg.MultipartThreshold),
-		// No SHA-256 of the payload in the signature (over plain HTTP the
-		// client otherwise hashes and signs every chunk: 0.62x warp's PUT
-		// rate): the body is still protected by a CRC32C trailer where the
-		// store supports it, and every byte is verified when read back.
-		DisableContentSha256: true,
-	})
+	opts := putOptions("application/octet-stream")
+	opts.PartSize = uint64(p.cfg.MultipartThreshold)
+	info, err := p.client.PutObject(ctx, p.cfg.Bucket, o.key, newContent(seed, int64(s)), int64(s), opts)
 	if err != nil {
 		// Whether the object now holds the old, the new or no content is
 		// unknown: keep it as suspect, so it is never read but is the first to
@@ -242,6 +237,18 @@ func (p *Probe) write(ctx context.Context, s Size, o *object, out *probes.Outcom
 	out.BytesSent += int64(s)
 	p.live.written(s, o, seed, info.ETag, time.Now(), keep)
 	return nil
+}
+
+// putOptions are the options of every PUT the canary makes (objects,
+// multipart parts, heartbeat, ledger): the payload is sent unsigned
+// (x-amz-content-sha256: UNSIGNED-PAYLOAD). Over plain HTTP minio-go would
+// otherwise sign it as a streaming upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD,
+// aws-chunked), which some stores refuse with 501 NotImplemented (OpenStack
+// Swift's s3api) and which costs a hash of every chunk (0.62x warp's PUT
+// rate). Nothing is lost: the request is still signed, and every byte the
+// canary writes is verified when read back (get, ledger_check).
+func putOptions(contentType string) minio.PutObjectOptions {
+	return minio.PutObjectOptions{ContentType: contentType, DisableContentSha256: true}
 }
 
 // readTarget returns an object to read; when none is readable yet (just
@@ -427,13 +434,18 @@ func (p *Probe) list(ctx context.Context, out *probes.Outcome) error {
 	if !p.cfg.ListConsistency || n >= maxListed {
 		return nil
 	}
+	var missing []listed
 	for _, e := range expected {
 		if !seen[e.obj.key] && p.live.unchanged(e) {
-			return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: listing %s does not show %s, written at %s and not deleted",
-				p.where, p.prefix, e.obj.key, e.written.Format(time.RFC3339Nano)))
+			missing = append(missing, e)
 		}
 	}
-	return nil
+	if len(missing) == 0 {
+		return nil
+	}
+	e := missing[0]
+	return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: listing %s does not show %s, written at %s and not deleted",
+		p.where, p.prefix, e.obj.key, e.written.Format(time.RFC3339Nano)))
 }
 
 // authCodes are S3 error codes saying the credentials themselves were
@@ -474,6 +486,18 @@ func (p *Probe) classify(what, key string, err error) error {
 				p.where, what, key, p.cfg.Bucket, probes.ErrNamespaceGone))
 		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized:
 			return probes.Fail(probes.CauseAuth, wrapped)
+		case er.Code == "NotImplemented" || er.StatusCode == http.StatusNotImplemented:
+			return probes.Fail(probes.CauseSetup, fmt.Errorf("%s: %s %s: the store does not implement a feature this request uses (%s): a setup problem, not an outage: check that this S3 implementation supports what docs/s3.md lists for dbcanary: %w",
+				p.where, what, key, unsupportedFeature(what, er), err))
+		case slowDownCodes[er.Code]:
+			return probes.Fail(probes.CauseServer, fmt.Errorf("%s: %s %s: %s: the store asks clients to reduce their request rate: %w", p.where, what, key, er.Code, err))
+		case er.StatusCode == http.StatusServiceUnavailable:
+			// Swift's s3api answers ServiceUnavailable ("Please reduce your
+			// request rate.") when a storage server behind the proxy is down.
+			return probes.Fail(probes.CauseServer, fmt.Errorf("%s: %s %s: the store is unavailable (HTTP 503 %s): a server behind the endpoint is down or overloaded: %w", p.where, what, key, er.Code, err))
+		case storageFull(er):
+			return probes.Fail(probes.CauseServer, fmt.Errorf("%s: %s %s: storage full (%s, HTTP %d): the store or a quota on the bucket or account refuses new data: %w",
+				p.where, what, key, er.Code, er.StatusCode, err))
 		}
 		return probes.Fail(probes.CauseServer, wrapped)
 	}
@@ -481,6 +505,41 @@ func (p *Probe) classify(what, key string, err error) error {
 		return probes.Fail(c, wrapped)
 	}
 	return probes.Fail(probes.CauseOther, wrapped)
+}
+
+// slowDownCodes are the throttling answers (503): AWS's SlowDown, MinIO's
+// SlowDownRead and SlowDownWrite.
+var slowDownCodes = map[string]bool{"SlowDown": true, "SlowDownRead": true, "SlowDownWrite": true}
+
+// storageFull reports whether the store refused data for lack of space: 507
+// Insufficient Storage (MinIO's XMinioStorageFull), a MinIO bucket quota, or
+// EntityTooLarge, which is how s3api answers a Swift container or account
+// quota (413): the canary's objects (at most 1 GiB) are far below any S3 size limit.
+func storageFull(er minio.ErrorResponse) bool {
+	switch er.Code {
+	case "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "EntityTooLarge", "QuotaExceeded":
+		return true
+	}
+	return er.StatusCode == http.StatusInsufficientStorage
+}
+
+// unsupportedFeature names what a request that drew NotImplemented needed.
+func unsupportedFeature(what string, er minio.ErrorResponse) string {
+	msg := strings.ToLower(er.Message)
+	switch {
+	case strings.Contains(msg, "aws-chunked") || strings.Contains(msg, "chunk"):
+		return "streaming (aws-chunked) uploads, which dbcanary itself never sends (its PUTs are UNSIGNED-PAYLOAD): a proxy in between may re-sign them"
+	case strings.Contains(msg, "checksum") || strings.Contains(msg, "trailer"):
+		return "additional checksums (x-amz-checksum-*, trailers)"
+	case strings.Contains(msg, "multipart") || strings.Contains(msg, "part"):
+		return "multipart uploads (objects above multipart_threshold)"
+	case strings.HasPrefix(what, "list"):
+		return "ListObjectsV2 with a prefix"
+	}
+	if er.Message != "" {
+		return fmt.Sprintf("%s: %q", what, er.Message)
+	}
+	return what
 }
 
 // s3Code is the S3 error code inside err, or "".

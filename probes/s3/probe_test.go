@@ -122,3 +122,37 @@ func TestPhaseOrigin(t *testing.T) {
 		t.Errorf("no intended start: origin %v", got)
 	}
 }
+
+// TestStoreReasonInTheError: where the store says why it refuses (501, 503
+// SlowDown, 507 or a quota), the cause and the message say it too.
+func TestStoreReasonInTheError(t *testing.T) {
+	p := testProbe(t)
+	for _, tc := range []struct {
+		err  minio.ErrorResponse
+		want probes.Cause
+		text string
+	}{
+		{minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501, Message: "Transfering payloads in multiple chunks using aws-chunked is not supported."},
+			probes.CauseSetup, "does not implement a feature this request uses (streaming (aws-chunked) uploads"},
+		{minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501, Message: "A header you provided implies functionality that is not implemented."},
+			probes.CauseSetup, `(get: "A header you provided implies functionality that is not implemented.")`},
+		{minio.ErrorResponse{StatusCode: 501}, probes.CauseSetup, "a setup problem, not an outage"},
+		{minio.ErrorResponse{Code: "SlowDown", StatusCode: 503, Message: "Please reduce your request rate."},
+			probes.CauseServer, "SlowDown: the store asks clients to reduce their request rate"},
+		{minio.ErrorResponse{Code: "SlowDownWrite", StatusCode: 503}, probes.CauseServer, "SlowDownWrite: the store asks clients to reduce their request rate"},
+		{minio.ErrorResponse{Code: "XMinioStorageFull", StatusCode: 507, Message: "Storage backend has reached its minimum free drive threshold."},
+			probes.CauseServer, "storage full (XMinioStorageFull, HTTP 507)"},
+		{minio.ErrorResponse{StatusCode: 507}, probes.CauseServer, "storage full"},
+		{minio.ErrorResponse{Code: "XMinioAdminBucketQuotaExceeded", StatusCode: 400, Message: "Bucket quota exceeded"},
+			probes.CauseServer, "storage full (XMinioAdminBucketQuotaExceeded, HTTP 400)"},
+		{minio.ErrorResponse{Code: "EntityTooLarge", StatusCode: 400, Message: "Your proposed upload exceeds the maximum allowed object size."},
+			probes.CauseServer, "storage full (EntityTooLarge"},
+		{minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503, Message: "Please reduce your request rate."},
+			probes.CauseServer, "the store is unavailable (HTTP 503 ServiceUnavailable): a server behind the endpoint is down or overloaded: Please reduce your request rate."},
+	} {
+		err := p.classify("get", "dbcanary/t/i-1/4KiB/x-1", tc.err)
+		if probes.CauseOf(err) != tc.want || !strings.Contains(err.Error(), tc.text) || !strings.Contains(err.Error(), "bucket dbcanary") {
+			t.Errorf("%+v: cause %s, %q; want %s and %q", tc.err, probes.CauseOf(err), err, tc.want, tc.text)
+		}
+	}
+}

@@ -37,11 +37,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// rootCreds reads the MinIO root credentials the stack generated.
-func rootCreds(t *testing.T) (string, string) {
+// s3Store is one S3 implementation the tests run against: its stack
+// script's env (the same keys for every store) and a root client.
+type s3Store struct {
+	name string
+	env  stack.Env
+}
+
+// theMinio is the stack's MinIO, started by TestMain.
+func theMinio() s3Store { return s3Store{"minio", s3Env} }
+
+// creds reads the credentials the stack generated.
+func (st s3Store) creds(t *testing.T) (string, string) {
 	t.Helper()
 	read := func(key string) string {
-		b, err := os.ReadFile(s3Env.Get(t, key))
+		b, err := os.ReadFile(st.env.Get(t, key))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,11 +61,11 @@ func rootCreds(t *testing.T) (string, string) {
 }
 
 // admin is a root client for setting up buckets and looking behind the canary's back.
-func admin(t *testing.T) *minio.Client {
+func (st s3Store) admin(t *testing.T) *minio.Client {
 	t.Helper()
-	id, secret := rootCreds(t)
-	c, err := minio.New(s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), &minio.Options{
-		Creds: credentials.NewStaticV4(id, secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+	id, secret := st.creds(t)
+	c, err := minio.New(st.env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(id, secret, ""), Region: st.env.Get(t, "DBCANARY_TEST_S3_REGION"), BucketLookup: minio.BucketLookupPath,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +75,12 @@ func admin(t *testing.T) *minio.Client {
 
 // bucket creates a fresh bucket for one test and checks at the end that the
 // canary left nothing in it, inside or outside its prefix.
-func bucket(t *testing.T, name string) string {
+func (st s3Store) bucket(t *testing.T, name string) string {
 	t.Helper()
-	c := admin(t)
+	c := st.admin(t)
 	ctx := context.Background()
 	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{}); err != nil {
-		if minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
+		if ok, _ := c.BucketExists(ctx, name); !ok {
 			t.Fatal(err)
 		}
 		removeAll(t, c, name)
@@ -78,6 +88,46 @@ func bucket(t *testing.T, name string) string {
 	t.Cleanup(func() { removeAll(t, c, name); _ = c.RemoveBucket(ctx, name) })
 	return name
 }
+
+// config returns an s3 section for the store with root credentials.
+func (st s3Store) config(t *testing.T, bucket string) *Config {
+	c := DefaultConfig
+	c.Endpoint = "http://" + st.env.Get(t, "DBCANARY_TEST_S3_ENDPOINT")
+	c.Region = st.env.Get(t, "DBCANARY_TEST_S3_REGION")
+	c.Addressing = "path"
+	c.Bucket = bucket
+	c.AccessKeyIDFile = st.env.Get(t, "DBCANARY_TEST_S3_ACCESS_KEY_FILE")
+	c.SecretAccessKeyFile = st.env.Get(t, "DBCANARY_TEST_S3_SECRET_KEY_FILE")
+	return &c
+}
+
+// canaryObjects lists the bucket without the heartbeat objects.
+func (st s3Store) canaryObjects(t *testing.T, bucket string) []string {
+	t.Helper()
+	var keys []string
+	for _, k := range objects(t, st.admin(t), bucket) {
+		if !strings.HasSuffix(k, "/"+heartbeatName) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (st s3Store) assertEmpty(t *testing.T, bucket string) {
+	t.Helper()
+	if keys := objects(t, st.admin(t), bucket); len(keys) != 0 {
+		t.Fatalf("the canary left %d objects in %s bucket %s: %v", len(keys), st.name, bucket, keys)
+	}
+}
+
+// rootCreds reads the MinIO root credentials the stack generated.
+func rootCreds(t *testing.T) (string, string) { t.Helper(); return theMinio().creds(t) }
+
+// admin is a MinIO root client.
+func admin(t *testing.T) *minio.Client { t.Helper(); return theMinio().admin(t) }
+
+// bucket creates a fresh MinIO bucket for one test (see s3Store.bucket).
+func bucket(t *testing.T, name string) string { t.Helper(); return theMinio().bucket(t, name) }
 
 func objects(t *testing.T, c *minio.Client, bucket string) []string {
 	t.Helper()
@@ -97,35 +147,16 @@ func removeAll(t *testing.T, c *minio.Client, bucket string) {
 	}
 }
 
-// canaryObjects lists the bucket without the heartbeat objects.
+// canaryObjects lists a MinIO bucket without the heartbeat objects.
 func canaryObjects(t *testing.T, bucket string) []string {
 	t.Helper()
-	var keys []string
-	for _, k := range objects(t, admin(t), bucket) {
-		if !strings.HasSuffix(k, "/"+heartbeatName) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
+	return theMinio().canaryObjects(t, bucket)
 }
 
-func assertEmpty(t *testing.T, bucket string) {
-	t.Helper()
-	if keys := objects(t, admin(t), bucket); len(keys) != 0 {
-		t.Fatalf("the canary left %d objects in bucket %s: %v", len(keys), bucket, keys)
-	}
-}
+func assertEmpty(t *testing.T, bucket string) { t.Helper(); theMinio().assertEmpty(t, bucket) }
 
 // minioConfig returns an s3 section for the stack's MinIO with root credentials.
-func minioConfig(t *testing.T, bucket string) *Config {
-	c := DefaultConfig
-	c.Endpoint = "http://" + s3Env.Get(t, "DBCANARY_TEST_S3_ENDPOINT")
-	c.Addressing = "path"
-	c.Bucket = bucket
-	c.AccessKeyIDFile = s3Env.Get(t, "DBCANARY_TEST_S3_ACCESS_KEY_FILE")
-	c.SecretAccessKeyFile = s3Env.Get(t, "DBCANARY_TEST_S3_SECRET_KEY_FILE")
-	return &c
-}
+func minioConfig(t *testing.T, bucket string) *Config { return theMinio().config(t, bucket) }
 
 func newProbe(t *testing.T, name string, c *Config) *Probe {
 	t.Helper()
@@ -184,12 +215,18 @@ func phase(out probes.Outcome, name string) time.Duration {
 // sizes put/get/head/delete and list succeed, the get phases and byte
 // counters fill, the lifecycle rule is set, and stopping leaves the bucket empty.
 func TestEngineAllSizes(t *testing.T) {
-	b := bucket(t, "dbcanary-it-engine")
-	c := minioConfig(t, b)
+	st := theMinio()
+	engineAllSizes(t, st, st.bucket(t, "dbcanary-it-engine"))
+}
+
+// engineAllSizes is TestEngineAllSizes on one store; the lifecycle rule is
+// checked where the store has the API (MinIO).
+func engineAllSizes(t *testing.T, st s3Store, b string) {
+	c := st.config(t, b)
 	h := enginetest.Start(t, fmt.Sprintf(`
 global: {instance_id: it-1, timeout: 20s, max_in_flight: 8}
 targets:
-  - name: minio
+  - name: %s
     backend: s3
     ops:
       "*": {rate: 1}
@@ -198,11 +235,12 @@ targets:
       ledger_check: {rate: 0}
     s3:
       endpoint: %s
+      region: %s
       addressing: path
       bucket: %s
       access_key_id_file: %s
       secret_access_key_file: %s
-`, c.Endpoint, b, c.AccessKeyIDFile, c.SecretAccessKeyFile))
+`, st.name, c.Endpoint, c.Region, b, c.AccessKeyIDFile, c.SecretAccessKeyFile))
 	var ops []string
 	for _, s := range DefaultConfig.Sizes {
 		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
@@ -218,31 +256,33 @@ targets:
 		}
 		return true
 	})
-	lc, err := admin(t).GetBucketLifecycle(context.Background(), b)
-	if err != nil || len(lc.Rules) != 1 || lc.Rules[0].RuleFilter.Prefix != "dbcanary/minio/" || lc.Rules[0].Expiration.Days != 1 ||
-		lc.Rules[0].NoncurrentVersionExpiration.NoncurrentDays != 1 { // MinIO drops AbortIncompleteMultipartUpload
-		t.Errorf("lifecycle rule: %+v, %v", lc, err)
+	if st.name == "minio" {
+		lc, err := st.admin(t).GetBucketLifecycle(context.Background(), b)
+		if err != nil || len(lc.Rules) != 1 || lc.Rules[0].RuleFilter.Prefix != "dbcanary/minio/" || lc.Rules[0].Expiration.Days != 1 ||
+			lc.Rules[0].NoncurrentVersionExpiration.NoncurrentDays != 1 { // MinIO drops AbortIncompleteMultipartUpload
+			t.Errorf("lifecycle rule: %+v, %v", lc, err)
+		}
 	}
 	// While running, every object is under the instance's prefix and bounded.
-	keys := objects(t, admin(t), b)
+	keys := objects(t, st.admin(t), b)
 	if len(keys) > 2*len(DefaultConfig.Sizes)*DefaultConfig.MaxObjectsPerSize {
 		t.Errorf("%d objects live, more than 2 x sizes x max_objects_per_size", len(keys))
 	}
 	t.Logf("%d canary objects live while running", len(keys))
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "dbcanary/minio/it-1/") {
+		if !strings.HasPrefix(k, "dbcanary/"+st.name+"/it-1/") {
 			t.Errorf("object %s outside the prefix", k)
 		}
 	}
 	// Stopped, the counters are final: compare them with each other.
 	h.Engine.Stop()
-	if n := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": "minio"}); n != 0 {
-		for _, m := range h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": "minio"}) {
+	if n := h.Value(t, "dbcanary_op_failures_total", enginetest.L{"target": st.name}); n != 0 {
+		for _, m := range h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": st.name}) {
 			if m.GetCounter().GetValue() > 0 {
 				t.Errorf("failures: %v", m.GetLabel())
 			}
 		}
-		t.Fatalf("%g failed ops against a healthy MinIO", n)
+		t.Fatalf("%g failed ops against a healthy %s", n, st.name)
 	}
 	for _, s := range DefaultConfig.Sizes {
 		get := OpName(OpGet, s)
@@ -266,14 +306,16 @@ targets:
 		}
 		t.Logf("%-8s gets=%d mean first_byte=%.2fms last_byte=%.2fms", s, n, 1000*ttfb/float64(n), 1000*ttlb/float64(n))
 	}
-	assertEmpty(t, b)
+	st.assertEmpty(t, b)
 }
 
 // TestMismatchAndNotFound: an object overwritten behind the canary's back is
 // caught as mismatch by get and head; one deleted behind its back is not_found.
 func TestMismatchAndNotFound(t *testing.T) {
 	b := bucket(t, "dbcanary-it-integrity")
-	p := newProbe(t, "integrity", minioConfig(t, b))
+	c := minioConfig(t, b)
+	c.ListingGrace = 0 // MinIO's listings are strongly consistent: a key neither listed nor found by HEAD is gone at once
+	p := newProbe(t, "integrity", c)
 	// Keys of other processes, even of this instance id, and keys outside the
 	// prefix: Prepare deletes nothing (abandoned runs are the collector's).
 	ctx := context.Background()

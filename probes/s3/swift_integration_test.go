@@ -1,0 +1,197 @@
+//go:build integration
+
+package s3
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+// OpenStack Swift with s3api (test/stack/swift.sh) is started once, by the
+// first test that needs it, and stopped by TestMain's stack.Cleanup.
+var (
+	swiftOnce sync.Once
+	swiftEnv  stack.Env
+	swiftErr  error
+)
+
+func theSwift(t *testing.T) s3Store {
+	t.Helper()
+	swiftOnce.Do(func() { swiftEnv, swiftErr = stack.Start("swift") })
+	if swiftErr != nil {
+		t.Fatalf("starting Swift: %v", swiftErr)
+	}
+	return s3Store{"swift", swiftEnv}
+}
+
+// swiftScript runs one of swift.sh's verbs (stop-container, ...).
+func swiftScript(t *testing.T, verb string) {
+	t.Helper()
+	if _, err := stack.Script("swift", verb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSwiftListingLagIsNotDataLoss is "Why" 2 of issue 20: with Swift's
+// container server down, PUTs succeed and their listing updates wait as
+// async pendings; until swift-object-updater replays them the listing lags
+// behind objects that GET and HEAD find. The list op must never call that
+// data loss (no not_found, no data cause), and must be ok again once the
+// updater caught up.
+func TestSwiftListingLagIsNotDataLoss(t *testing.T) {
+	st := theSwift(t)
+	b := st.bucket(t, "dbcanary-it-swift-lag")
+	c := st.config(t, b)
+	c.Sizes = []Size{4 * KiB}
+	c.MaxObjectsPerSize = 8
+	p := newProbe(t, "swift-lag", c)
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	mustRun(t, p, "put_4KiB")
+	mustRun(t, p, "list") // the container's info is now in the proxy's cache: PUTs need no container server
+
+	// The container server and the updater are down: the listing updates of
+	// these PUTs wait on the object server's disk.
+	swiftScript(t, "stop-updater")
+	swiftScript(t, "stop-container")
+	restarted := false
+	defer func() {
+		if !restarted {
+			swiftScript(t, "start-container")
+			swiftScript(t, "start-updater")
+		}
+	}()
+	for range 4 {
+		mustRun(t, p, "put_4KiB")
+	}
+	// The listing itself fails: s3api answers 503 ServiceUnavailable.
+	_, err := run(t, p, "list", 20*time.Second)
+	if probes.CauseOf(err) != probes.CauseServer || !strings.Contains(err.Error(), "the store is unavailable (HTTP 503") {
+		t.Fatalf("list with the container server down: %v (cause %s), want server naming the 503", err, probes.CauseOf(err))
+	}
+	t.Logf("list with the container server down: %v (cause %s)", err, probes.CauseOf(err))
+	// The container server is back, the updater not yet: the listing lags
+	// behind 4 objects that HEAD finds.
+	swiftScript(t, "start-container")
+	for range 3 {
+		_, err := run(t, p, "list", 20*time.Second)
+		if c := probes.CauseOf(err); c != probes.CauseStale || !strings.Contains(err.Error(), "within listing_grace") {
+			t.Fatalf("list while the listing lags: %v (cause %s), want stale within listing_grace: eventual listing consistency is not data loss", err, c)
+		}
+		t.Logf("list while the listing lags: %v", err)
+	}
+	// Lagging longer than listing_grace is still not data loss while HEAD finds the objects.
+	p.cfg.ListingGrace = 0
+	if _, err := run(t, p, "list", 20*time.Second); probes.CauseOf(err) != probes.CauseStale || !strings.Contains(err.Error(), "longer than listing_grace") {
+		t.Fatalf("list lagging beyond listing_grace, objects found by HEAD: %v (cause %s), want stale", err, probes.CauseOf(err))
+	}
+	p.cfg.ListingGrace = DefaultConfig.ListingGrace
+	mustRun(t, p, "get_4KiB")
+	mustRun(t, p, "head_4KiB")
+	// The updater replays the pending updates: list is ok again.
+	swiftScript(t, "start-updater")
+	restarted = true
+	var last error
+	enginetest.WaitFor(t, 90*time.Second, "list ok once the object-updater caught up", func() bool {
+		_, last = run(t, p, "list", 20*time.Second)
+		if last != nil && probes.CauseOf(last).DataCause() {
+			t.Fatalf("list while the updater catches up: %v (cause %s)", last, probes.CauseOf(last))
+		}
+		return last == nil
+	})
+}
+
+// TestSwift runs every op through the engine, the durability ledger and the
+// collector (abandoned runs and stale multipart uploads) against OpenStack
+// Swift's s3api over http, and checks that its missing lifecycle API is
+// detected and logged once at warn level.
+func TestSwift(t *testing.T) {
+	st := theSwift(t)
+	t.Run("engine", func(t *testing.T) { engineAllSizes(t, st, st.bucket(t, "dbcanary-it-swift-engine")) })
+	t.Run("ledger", func(t *testing.T) {
+		b := st.bucket(t, "dbcanary-it-swift-ledger")
+		ledger.SetDir(t.TempDir())
+		t.Cleanup(func() { ledger.SetDir("") })
+		c := st.config(t, b)
+		c.Ledger.Ages = []time.Duration{10 * time.Second}
+		p := newProbe(t, "swift-ledger", c)
+		if err := prepare(t, p); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			mustRun(t, p, ledger.OpWrite)
+		}
+		if lost := checkUntilEmpty(t, p, 90*time.Second); len(lost) != 0 {
+			t.Fatalf("ledger losses on a healthy Swift: %v", lost)
+		}
+		if got := ledgerCounts(t, "swift-ledger"); got["intact"] != 3 || got["missing"] != 0 || got["corrupted"] != 0 {
+			t.Fatalf("ledger checks %v, want 3 intact", got)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st.assertEmpty(t, b) // checked entries are deleted
+	})
+	t.Run("collector", func(t *testing.T) { collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-swift-gc")) })
+	t.Run("uploads", func(t *testing.T) { collectorAbortsStaleUploads(t, st, st.bucket(t, "dbcanary-it-swift-uploads")) })
+	t.Run("lifecycle", func(t *testing.T) {
+		b := st.bucket(t, "dbcanary-it-swift-lifecycle")
+		var logs syncBuffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c := st.config(t, b)
+		if errs := c.Validate(); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		for range 2 { // two processes: each warns once
+			p, err := New(probes.Target{Name: "swift-lc", InstanceID: "it-1", Config: c, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // a second Prepare (the engine's retry) does not warn again
+				if err := prepare(t, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustRun(t, p, "put_4KiB")
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text := logs.String()
+		want := "level=WARN msg=\"this S3 store has no bucket lifecycle API"
+		if n := strings.Count(text, want); n != 2 || !strings.Contains(text, "target=swift-lc") ||
+			!strings.Contains(text, "dbcanary's own collector removes") || !strings.Contains(text, "GET ?lifecycle answered with a bucket listing") {
+			t.Fatalf("%d warnings, want one per process naming the target and the collector:\n%s", n, text)
+		}
+		t.Logf("%s", text)
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
