@@ -443,9 +443,61 @@ func (p *Probe) list(ctx context.Context, out *probes.Outcome) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	e := missing[0]
-	return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: listing %s does not show %s, written at %s and not deleted",
-		p.where, p.prefix, e.obj.key, e.written.Format(time.RFC3339Nano)))
+	return p.listingLag(ctx, out.Sent, missing)
+}
+
+// maxLagHeads bounds the HEADs one list makes for keys its listing missed.
+const maxLagHeads = 16
+
+// listingLag decides what keys missing from a listing mean. Listings of many
+// stores are eventually consistent (Swift updates them asynchronously, and
+// later still when a container server was down), so a listing alone never
+// reports data loss: each missing key is HEADed. A key is not_found only if
+// HEAD does not find it either AND it was written at least listing_grace
+// before the listing began. Otherwise the listing lags behind the store's
+// objects, and the op fails with cause stale (a read missed a write that the
+// store's consistency allows it to miss), which pages nobody as data loss.
+func (p *Probe) listingLag(ctx context.Context, listed time.Time, missing []listed) error {
+	found, notYet := 0, 0
+	var oldest time.Time
+	for i, e := range missing {
+		if i >= maxLagHeads {
+			break // the rest count as lagging: the HEADs are bounded, the verdict is the same
+		}
+		_, err := p.client.StatObject(ctx, p.cfg.Bucket, e.obj.key, minio.StatObjectOptions{})
+		if err != nil {
+			err = p.classify("head (not listed)", e.obj.key, err)
+			if probes.CauseOf(err) != probes.CauseNotFound {
+				return err
+			}
+			if !p.live.unchanged(e) {
+				continue // deleted or rewritten by another op meanwhile
+			}
+			if age := listed.Sub(e.written); age >= p.cfg.ListingGrace {
+				return probes.Fail(probes.CauseNotFound, fmt.Errorf("%s: listing %s does not show %s, written at %s (%s before the listing, listing_grace %s) and not deleted, and HEAD does not find it either: the object is gone",
+					p.where, p.prefix, e.obj.key, e.written.Format(time.RFC3339Nano), age.Round(time.Millisecond), p.cfg.ListingGrace))
+			}
+			notYet++
+		} else {
+			found++
+		}
+		if oldest.IsZero() || e.written.Before(oldest) {
+			oldest = e.written
+		}
+	}
+	if found == 0 && notYet == 0 {
+		return nil // every missing key changed while it was checked
+	}
+	lag := listed.Sub(oldest).Round(time.Millisecond)
+	why := "within listing_grace: the store's listings are eventually consistent (on Swift a container server was busy or down and object-updater has not replayed the update yet), not data loss"
+	if lag >= p.cfg.ListingGrace {
+		why = "for longer than listing_grace: the store's listing index is stuck behind its objects (on Swift: check the container servers and swift-object-updater), not data loss"
+	}
+	msg := fmt.Sprintf("%s: listing %s lags: %d of the objects written before it are not listed (%d found by HEAD", p.where, p.prefix, len(missing), found)
+	if notYet > 0 {
+		msg += fmt.Sprintf(", %d not found by HEAD yet: not_found if still so once written listing_grace ago", notYet)
+	}
+	return probes.Fail(probes.CauseStale, fmt.Errorf("%s); the oldest was written %s before the listing (listing_grace %s), %s", msg, lag, p.cfg.ListingGrace, why))
 }
 
 // authCodes are S3 error codes saying the credentials themselves were
