@@ -349,21 +349,28 @@ func (p *Probe) collect(ctx context.Context) (res gcResult, err error) {
 // AbortIncompleteMultipartUpload does the same where the store has one.
 // Bounded like a pass: gcMaxListed uploads listed, gcMaxDeleted aborted.
 func (p *Probe) abortStaleUploads(ctx context.Context, now time.Time) (int, error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	listed, aborted := 0, 0
-	for u := range p.client.ListIncompleteUploads(lctx, p.cfg.Bucket, p.base, true) {
-		if u.Err != nil {
-			return aborted, p.classify("list multipart uploads (collector)", p.base, u.Err)
+	var stale []minio.ObjectMultipartInfo
+	listed, err := p.listUploads(ctx, p.base, "", func(u minio.ObjectMultipartInfo) {
+		if p.staleUpload(u, now) {
+			stale = append(stale, u)
 		}
-		if listed++; listed > p.gcMaxListed || aborted >= p.gcMaxDeleted {
+	})
+	if err == nil && listed == 0 {
+		// MinIO lists uploads only for an exact key or for the whole bucket:
+		// a prefix gets an empty answer. List the bucket from the prefix on.
+		_, err = p.listUploads(ctx, "", strings.TrimSuffix(p.base, "/"), func(u minio.ObjectMultipartInfo) {
+			if p.staleUpload(u, now) {
+				stale = append(stale, u)
+			}
+		})
+	}
+	if err != nil {
+		return 0, p.classify("list multipart uploads (collector)", p.base, err)
+	}
+	aborted := 0
+	for _, u := range stale {
+		if aborted >= p.gcMaxDeleted {
 			break
-		}
-		if !strings.HasPrefix(u.Key, p.base) || u.UploadID == "" || now.Sub(u.Initiated) < p.abandonedAfter {
-			continue
-		}
-		if kind, _ := parseKey(u.Key[len(p.base):]); kind == keyForeign {
-			continue
 		}
 		if err := p.core.AbortMultipartUpload(ctx, p.cfg.Bucket, u.Key, u.UploadID); err != nil {
 			if s3Code(err) == "NoSuchUpload" {
@@ -373,10 +380,49 @@ func (p *Probe) abortStaleUploads(ctx context.Context, now time.Time) (int, erro
 		}
 		aborted++
 	}
-	if err := ctx.Err(); err != nil {
-		return aborted, p.classify("list multipart uploads (collector)", p.base, err)
-	}
 	return aborted, nil
+}
+
+// staleUpload reports whether the collector aborts an upload: under the
+// target's prefix, of the canary's own layout, initiated abandoned_after ago.
+func (p *Probe) staleUpload(u minio.ObjectMultipartInfo, now time.Time) bool {
+	if !strings.HasPrefix(u.Key, p.base) || u.UploadID == "" || now.Sub(u.Initiated) < p.abandonedAfter {
+		return false
+	}
+	kind, _ := parseKey(u.Key[len(p.base):])
+	return kind != keyForeign
+}
+
+// uploadsDelimiter is a delimiter no canary key contains, so it groups
+// nothing of the canary's. It is not empty because minio-go always sends the
+// parameter and Swift's s3api (2.30) takes an empty delimiter=
+// as one that matches right after the prefix: every upload then folds into
+// a single common prefix and none is listed.
+const uploadsDelimiter = "|"
+
+// listUploads pages through the bucket's multipart uploads under prefix
+// after keyMarker, calling fn for those under the target's prefix, up to
+// gcMaxListed uploads; it stops at the first key past the target's prefix.
+func (p *Probe) listUploads(ctx context.Context, prefix, keyMarker string, fn func(minio.ObjectMultipartInfo)) (int, error) {
+	listed, idMarker := 0, ""
+	for listed < p.gcMaxListed {
+		res, err := p.core.ListMultipartUploads(ctx, p.cfg.Bucket, prefix, keyMarker, idMarker, uploadsDelimiter, min(1000, p.gcMaxListed-listed))
+		if err != nil {
+			return listed, err
+		}
+		for _, u := range res.Uploads {
+			if u.Key > p.base && !strings.HasPrefix(u.Key, p.base) {
+				return listed, nil // sorted by key: the rest is past the prefix
+			}
+			listed++
+			fn(u)
+		}
+		if !res.IsTruncated || len(res.Uploads) == 0 || (res.NextKeyMarker == keyMarker && res.NextUploadIDMarker == idMarker) {
+			return listed, nil
+		}
+		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+	}
+	return listed, nil
 }
 
 func (p *Probe) removeKey(ctx context.Context, key string) error {
