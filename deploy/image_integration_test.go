@@ -71,6 +71,10 @@ func podman(t *testing.T, args ...string) (string, error) {
 	if err != nil {
 		return string(out), fmt.Errorf("podman %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
+	if args[0] == "logs" {
+		// podman logs writes the container's stderr (dbcanary's log) to its own.
+		out = append(out, stderr.Bytes()...)
+	}
 	return strings.TrimSpace(string(out)), nil
 }
 
@@ -263,6 +267,9 @@ targets:
 					t.Error("the container's log holds an S3 credential")
 				}
 			}
+			if !strings.Contains(logs, target) {
+				t.Errorf("the container's debug log never names the target %s: is it captured?", target)
+			}
 			if t.Failed() {
 				t.Logf("container log:\n%s", logs)
 			}
@@ -271,13 +278,14 @@ targets:
 			t.Error(err)
 		}
 	})
-	// The CMD is replaced only to listen on a free loopback port (host network).
+	// The CMD is replaced to listen on a free loopback port (host network) and
+	// to log at debug level (more text in which no secret may appear).
 	mustPodman(t, "run", "--detach", "--name", name, "--network", "host",
 		"--read-only", "--user", strconv.Itoa(imageUID), "--cap-drop", "all", "--security-opt", "no-new-privileges",
 		"--env", "DBCANARY_INSTANCE_ID=image-test",
 		"--volume", filepath.Join(dir, "dbcanary.yaml")+":/etc/dbcanary/dbcanary.yaml:ro",
 		"--volume", secrets+":/etc/dbcanary/secrets:ro",
-		tag, "run", "--config.file=/etc/dbcanary/dbcanary.yaml", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+		tag, "run", "--config.file=/etc/dbcanary/dbcanary.yaml", "--log.level=debug", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
 	// The process: uid/gid 65532, no capabilities, root filesystem read-only.
@@ -294,8 +302,9 @@ targets:
 	if capEff := procField(string(status), "CapEff"); len(capEff) != 1 || strings.Trim(capEff[0], "0") != "" {
 		t.Errorf("process %s: CapEff %v, want none", pid, capEff)
 	}
-	if top := mustPodman(t, "top", name, "huser", "user", "args"); !strings.Contains(top, strconv.Itoa(imageUID)) || strings.Contains(top, "root") {
-		t.Errorf("podman top:\n%s\nwant the process as %d", top, imageUID)
+	top := strings.Split(mustPodman(t, "top", name, "huser", "user"), "\n")
+	if len(top) != 2 || !slices.Equal(strings.Fields(top[1]), []string{strconv.Itoa(imageUID), "nonroot"}) {
+		t.Errorf("podman top:\n%s\nwant one process, as %d (nonroot)", strings.Join(top, "\n"), imageUID)
 	}
 	mountinfo, err := os.ReadFile("/proc/" + pid + "/mountinfo")
 	if err != nil {
