@@ -625,6 +625,10 @@ func (p *Probe) classify(what string, err error) error {
 			// socket error's text as the reason: classify by that text.
 			r := strings.ToLower(ae.Reason)
 			switch {
+			case strings.Contains(r, "tls:"), strings.Contains(r, "x509:"):
+				// A TLS alert from the broker ("remote error: tls: certificate
+				// required": a client certificate is missing or was refused).
+				return probes.Fail(probes.CauseTLS, wrapped)
 			case strings.Contains(r, "timeout"):
 				return probes.Fail(probes.CauseTimeout, wrapped)
 			case strings.Contains(r, "reset"), strings.Contains(r, "eof"), strings.Contains(r, "broken pipe"), strings.Contains(r, "refused"):

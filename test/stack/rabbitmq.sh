@@ -6,6 +6,11 @@ source "$(dirname "$0")/lib.sh"
 
 PORT=${DBCANARY_RABBITMQ_PORT:-5672}
 DIST_PORT=${DBCANARY_RABBITMQ_DIST_PORT:-25680} # not 25672 (a system broker) nor 35672-35682 (rabbitmqctl)
+# AMQPS: a TLS listener on TLS_PORT with ca.pem, server.pem and server-key.pem
+# of TLS_DIR (tests make them); TLS_VERIFY=peer also requires a client certificate.
+TLS_PORT=${DBCANARY_RABBITMQ_TLS_PORT:-}
+TLS_DIR=${DBCANARY_RABBITMQ_TLS_DIR:-}
+TLS_VERIFY=${DBCANARY_RABBITMQ_TLS_VERIFY:-none}
 DIR=$STACK_DIR/rabbitmq
 PIDFILE=$DIR/rabbitmq.pid
 USER_NAME=dbcanary
@@ -40,6 +45,22 @@ loopback_users = none
 log.file.level = info
 log.console = false
 CONF
+  if [ -n "$TLS_PORT" ]; then
+    [ -f "$TLS_DIR/server.pem" ] || die "rabbitmq: DBCANARY_RABBITMQ_TLS_PORT needs ca.pem, server.pem and server-key.pem in DBCANARY_RABBITMQ_TLS_DIR"
+    cat >> "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.ssl.default = 127.0.0.1:$TLS_PORT
+ssl_options.cacertfile = $TLS_DIR/ca.pem
+ssl_options.certfile = $TLS_DIR/server.pem
+ssl_options.keyfile = $TLS_DIR/server-key.pem
+ssl_options.versions.1 = tlsv1.2
+ssl_options.versions.2 = tlsv1.3
+CONF
+    if [ "$TLS_VERIFY" = peer ]; then
+      printf 'ssl_options.verify = verify_peer\nssl_options.fail_if_no_peer_cert = true\n' >> "$RABBITMQ_CONFIG_FILE"
+    else
+      printf 'ssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n' >> "$RABBITMQ_CONFIG_FILE"
+    fi
+  fi
   echo '[{kernel, [{inet_dist_use_interface, {127,0,0,1}}]}].' > "$RABBITMQ_ADVANCED_CONFIG_FILE"
   echo '[].' > "$RABBITMQ_ENABLED_PLUGINS_FILE"
 }
@@ -53,7 +74,8 @@ start() {
   "$SBIN/rabbitmq-server" -detached >/dev/null 2>&1 9>&-
   if ! "$SBIN/rabbitmqctl" wait "$PIDFILE" --timeout 90 >/dev/null 2>&1 ||
      ! "$SBIN/rabbitmqctl" await_startup --timeout 90 >/dev/null 2>&1 ||
-     ! wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE"; then
+     ! wait_port 127.0.0.1 "$PORT" 30 "$PIDFILE" ||
+     { [ -n "$TLS_PORT" ] && ! wait_port 127.0.0.1 "$TLS_PORT" 30 "$PIDFILE"; }; then
     tail -n 30 "$RABBITMQ_LOG_BASE"/*.log 2>/dev/null >&2 || true
     die "rabbitmq: did not start (logs above, under $RABBITMQ_LOG_BASE)"
   fi
@@ -77,6 +99,7 @@ env_() {
   echo "DBCANARY_TEST_RABBITMQ_USER=$USER_NAME"
   echo "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE=$DIR/password"
   echo "DBCANARY_TEST_RABBITMQ_PORT=$PORT"
+  if [ -n "$TLS_PORT" ]; then echo "DBCANARY_TEST_RABBITMQ_TLS_URL=amqps://127.0.0.1:$TLS_PORT/"; fi
 }
 
 case "${1:-}" in

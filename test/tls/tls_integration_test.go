@@ -98,14 +98,24 @@ func newCA(t *testing.T, name string) *ca {
 // certificate valid from notBefore to notAfter, for 127.0.0.1 and localhost.
 func (c *ca) issue(t *testing.T, dir string, notBefore, notAfter time.Time) *x509.Certificate {
 	t.Helper()
+	return c.issueFiles(t, filepath.Join(dir, "public.crt"), filepath.Join(dir, "private.key"), "minio.dbcanary.test", notBefore, notAfter, x509.ExtKeyUsageServerAuth)
+}
+
+// issueFiles writes a certificate and its key signed by c: a server
+// certificate for 127.0.0.1 and localhost, or a client certificate.
+func (c *ca) issueFiles(t *testing.T, certPath, keyPath, cn string, notBefore, notAfter time.Time, usage x509.ExtKeyUsage) *x509.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "minio.dbcanary.test"},
-		NotBefore: notBefore, NotAfter: notAfter, DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+	if usage == x509.ExtKeyUsageServerAuth {
+		tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
 	if err != nil {
@@ -115,8 +125,8 @@ func (c *ca) issue(t *testing.T, dir string, notBefore, notAfter time.Time) *x50
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(dir, "public.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(t, filepath.Join(dir, "private.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+	write(t, certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	write(t, keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 	cert, _ := x509.ParseCertificate(der)
 	return cert
 }
