@@ -56,7 +56,9 @@ type artifact struct {
 // TestGoreleaser: `goreleaser check` accepts .goreleaser.yaml, and a full
 // snapshot release (both architectures, archives, checksums; nothing
 // published) gives static binaries that run and carry the version in their
-// ldflags, archives holding the binary and the docs, and correct checksums.
+// ldflags, archives holding the binary and the docs, and correct checksums;
+// and the release workflow's image step (no push) builds an image per
+// architecture from those binaries.
 func TestGoreleaser(t *testing.T) {
 	gr := tool(t, "goreleaser")
 	run := func(args ...string) string {
@@ -178,6 +180,47 @@ func TestGoreleaser(t *testing.T) {
 		if !slices.Equal(files, want) {
 			t.Errorf("%s holds %v, want %v", archive.Name, files, want)
 		}
+	}
+
+	// The release workflow's image step, without the push: one image per
+	// architecture from the released binaries, gathered in a manifest list.
+	list := fmt.Sprintf("localhost/dbcanary-release-test:%d", os.Getpid())
+	mustPodman(t, "manifest", "create", list)
+	t.Cleanup(func() {
+		if _, err := podman(t, "manifest", "rm", list); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, arch := range []string{"amd64", "arm64"} {
+		tag := list + "-" + arch
+		cmd := exec.Command("bash", filepath.Join(repoRoot, "deploy", "image", "build.sh"), abs(find("Binary", arch).Path), tag, "--platform", "linux/"+arch)
+		cmd.Env = append(os.Environ(), "VERSION="+meta.Version, "REVISION="+meta.Commit)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("deploy/image/build.sh linux/%s: %v\n%s", arch, err, out)
+		}
+		t.Cleanup(func() {
+			if _, err := podman(t, "rmi", "--force", tag); err != nil {
+				t.Error(err)
+			}
+		})
+		if got := mustPodman(t, "image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", tag); got != "linux/"+arch {
+			t.Errorf("image %s is for %s, want linux/%s", tag, got, arch)
+		}
+		mustPodman(t, "manifest", "add", list, "containers-storage:"+tag)
+	}
+	var manifest struct {
+		Manifests []struct {
+			Platform struct{ OS, Architecture string }
+		}
+	}
+	inspectJSON(t, mustPodman(t, "manifest", "inspect", list), &manifest)
+	var platforms []string
+	for _, m := range manifest.Manifests {
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+	}
+	slices.Sort(platforms)
+	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("manifest list %s holds %v, want linux/amd64 and linux/arm64", list, platforms)
 	}
 
 	// Checksums: one line per archive, each correct.
