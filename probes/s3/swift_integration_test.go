@@ -4,11 +4,15 @@ package s3
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/ledger"
@@ -145,6 +149,7 @@ func TestSwift(t *testing.T) {
 	})
 	t.Run("collector", func(t *testing.T) { collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-swift-gc")) })
 	t.Run("uploads", func(t *testing.T) { collectorAbortsStaleUploads(t, st, st.bucket(t, "dbcanary-it-swift-uploads")) })
+	t.Run("store reasons", func(t *testing.T) { swiftStoreReasons(t, st) })
 	t.Run("lifecycle", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-it-swift-lifecycle")
 		var logs syncBuffer
@@ -194,4 +199,69 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// swiftStoreReasons reproduces on the real Swift two refusals where the store
+// says why: 501 NotImplemented for a streaming (aws-chunked) upload, which
+// any other client's default PUT over http draws, and a container quota
+// (Swift's container_quotas, 413, EntityTooLarge through s3api) as storage full.
+func swiftStoreReasons(t *testing.T, st s3Store) {
+	b := st.bucket(t, "dbcanary-it-swift-reasons")
+	p := newProbe(t, "swift-reasons", st.config(t, b))
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	key := p.Prefix() + "streamed"
+	_, err := st.admin(t).PutObject(context.Background(), b, key, bytes.NewReader(make([]byte, 1024)), 1024, minio.PutObjectOptions{})
+	err = p.classify("put", key, err)
+	if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), "streaming (aws-chunked) uploads") {
+		t.Fatalf("a streaming PUT: %v (cause %s), want setup naming aws-chunked", err, probes.CauseOf(err))
+	}
+	t.Logf("501: %v", err)
+
+	// A container quota of 1 byte through Swift's own API (tempauth token).
+	storage, token := swiftToken(t, st)
+	req, _ := http.NewRequest(http.MethodPost, storage+"/"+b, nil)
+	req.Header.Set("X-Auth-Token", token)
+	req.Header.Set("X-Container-Meta-Quota-Bytes", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("setting the container quota: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	defer func() {
+		req.Header.Set("X-Container-Meta-Quota-Bytes", "")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	enginetest.WaitFor(t, 30*time.Second, "a put refused by the quota", func() bool {
+		_, err = run(t, p, "put_4KiB", 20*time.Second)
+		return err != nil
+	})
+	if probes.CauseOf(err) != probes.CauseServer || !strings.Contains(err.Error(), "storage full") {
+		t.Fatalf("a put over the container quota: %v (cause %s), want server naming storage full", err, probes.CauseOf(err))
+	}
+	t.Logf("quota: %v", err)
+}
+
+// swiftToken logs in to Swift's tempauth with the S3 key's user and returns
+// the account's storage URL and a token.
+func swiftToken(t *testing.T, st s3Store) (string, string) {
+	t.Helper()
+	user, key := st.creds(t)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+st.env.Get(t, "DBCANARY_TEST_S3_ENDPOINT")+"/auth/v1.0", nil)
+	req.Header.Set("X-Auth-User", user)
+	req.Header.Set("X-Auth-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	storage, token := resp.Header.Get("X-Storage-Url"), resp.Header.Get("X-Auth-Token")
+	if resp.StatusCode/100 != 2 || storage == "" || token == "" {
+		t.Fatalf("tempauth login: %s", resp.Status)
+	}
+	return storage, token
 }

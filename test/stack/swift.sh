@@ -163,8 +163,8 @@ CONF
   fi
 }
 
-# spawn NAME PORT CMD...: start one process in the background, record its PID,
-# wait for its port (PORT "-" for a daemon that listens on nothing).
+# spawn NAME PORT CMD...: start one process in the background and record its
+# PID (PORT "-" for a daemon that listens on nothing); await checks the port.
 spawn() {
   local name=$1 port=$2; shift 2
   local pidfile=$RUN/$name.pid
@@ -172,7 +172,12 @@ spawn() {
   if [ "$port" != - ] && port_open 127.0.0.1 "$port"; then die "swift: port $port ($name) is taken by another process"; fi
   nohup "$@" >>"$LOGS/$name.log" 2>&1 9>&- & # 9>&-: the server must not inherit (and hold) the lock
   echo $! > "$pidfile"
-  if [ "$port" != - ] && ! wait_port 127.0.0.1 "$port" 60 "$pidfile"; then
+}
+
+# await NAME PORT: wait for a spawned server's port, failing if it died.
+await() {
+  local name=$1 port=$2
+  if ! wait_port 127.0.0.1 "$port" 60 "$RUN/$name.pid"; then
     tail -n 30 "$LOGS/$name.log" >&2
     die "swift: $name did not open 127.0.0.1:$port (log above, $LOGS/$name.log)"
   fi
@@ -190,6 +195,7 @@ ready() {
 
 start_container() {
   spawn container-server "$CONTAINER_PORT" swift-container-server "$CONF/container-server.conf" -v
+  await container-server "$CONTAINER_PORT"
 }
 
 start_updater() {
@@ -201,12 +207,18 @@ start() {
   if status; then log "swift: already running"; return 0; fi
   configure
   log "swift: starting on 127.0.0.1:$PROXY_PORT (object $OBJECT_PORT, container $CONTAINER_PORT, account $ACCOUNT_PORT, memcached $MEMCACHED_PORT)"
+  # Started side by side (each Python server takes seconds to import), then awaited.
   spawn memcached "$MEMCACHED_PORT" memcached -l 127.0.0.1 -p "$MEMCACHED_PORT" -U 0 -m 64 -u root
   spawn object-server "$OBJECT_PORT" swift-object-server "$CONF/object-server.conf" -v
-  start_container
+  spawn container-server "$CONTAINER_PORT" swift-container-server "$CONF/container-server.conf" -v
   spawn account-server "$ACCOUNT_PORT" swift-account-server "$CONF/account-server.conf" -v
   start_updater
   spawn proxy-server "$PROXY_PORT" swift-proxy-server "$CONF/proxy-server.conf" -v
+  await memcached "$MEMCACHED_PORT"
+  await object-server "$OBJECT_PORT"
+  await container-server "$CONTAINER_PORT"
+  await account-server "$ACCOUNT_PORT"
+  await proxy-server "$PROXY_PORT"
   local i=0
   until ready; do
     if ! pid_alive "$RUN/proxy-server.pid"; then tail -n 30 "$LOGS/proxy-server.log" >&2; die "swift: the proxy exited during startup (log above)"; fi
