@@ -433,7 +433,7 @@ func tgzFiles(t *testing.T, path string) []string {
 }
 
 // readmeRowRE is one row of the README's values table: key, type, default, description.
-var readmeRowRE = regexp.MustCompile("^\\| (\\S+) \\| (\\S+) \\| (.*?) \\| (.*) \\|$")
+var readmeRowRE = regexp.MustCompile(`^\| (\S+) \| (\S+) \| (.*?) \| (.*) \|$`)
 
 // TestChartReadme: README.md is what `make chart-docs` (helm-docs) makes of
 // values.yaml now, and every value is documented there: its own row, or the
