@@ -166,6 +166,11 @@ func TestReleaseNotes(t *testing.T) {
 	}
 	changelog := write("CHANGELOG.md", `# Changelog
 
+## [1.4.1] - 2026-12-02
+
+## [1.4.0] - unreleased
+- coming
+
 ## [Unreleased]
 - not yet
 
@@ -190,7 +195,9 @@ func TestReleaseNotes(t *testing.T) {
 	for _, tc := range []struct{ chart, version, want string }{
 		{write("Chart-app.yaml", "version: 1.2.3\nappVersion: \"1.2.2\"\n"), "1.2.3", "appVersion '1.2.2'"},
 		{write("Chart-ver.yaml", "version: 1.2.2\nappVersion: 1.2.3\n"), "1.2.3", "version '1.2.2'"},
-		{write("Chart-new.yaml", "version: 1.3.0\nappVersion: 1.3.0\n"), "1.3.0", "no (or an empty) section for 1.3.0"},
+		{write("Chart-new.yaml", "version: 1.3.0\nappVersion: 1.3.0\n"), "1.3.0", "no section for 1.3.0"},
+		{write("Chart-unreleased.yaml", "version: 1.4.0\nappVersion: 1.4.0\n"), "1.4.0", "still calls 1.4.0 unreleased"},
+		{write("Chart-empty.yaml", "version: 1.4.1\nappVersion: 1.4.1\n"), "1.4.1", "an empty section for 1.4.1"},
 		{good, "v1.2.3", "without its leading v"},
 	} {
 		if out, err := run(tc.chart, tc.version); err == nil || !strings.Contains(out, tc.want) {

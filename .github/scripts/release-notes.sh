@@ -2,7 +2,7 @@
 # release-notes.sh VERSION: the gate of a release and its notes. Fails unless
 # the Helm chart's version and appVersion are VERSION (the tag without its v:
 # the chart, the image tag and the binaries carry one version) and CHANGELOG.md
-# has a section for VERSION; prints that section (without its heading), which
+# has a dated, non-empty section for VERSION; prints it (without its heading), which
 # the release workflow hands to goreleaser as the release notes.
 # A section is a level-2 heading naming the version, as in Keep a Changelog:
 #   ## [0.1.0] - 2026-11-26      or      ## 0.1.0 (2026-11-26)
@@ -31,16 +31,23 @@ for field in version appVersion; do
 done
 
 [ -f "$changelog" ] || { echo "release-notes.sh: no $changelog" >&2; exit 1; }
-notes=$(awk -v v="$version" '
+heading=$(awk -v v="$version" '
   /^## / {
-    if (found) exit
     line = $0; gsub(/[][()]/, " ", line); n = split(line, w, /[ \t]+/)
-    for (i = 2; i <= n; i++) if (w[i] == v || w[i] == "v" v) { found = 1; next }
+    for (i = 2; i <= n; i++) if (w[i] == v || w[i] == "v" v) { print; exit }
   }
+' "$changelog")
+[ -n "$heading" ] || { echo "release-notes.sh: $changelog has no section for $version" >&2; exit 1; }
+if printf '%s' "$heading" | grep -qi unreleased; then
+  echo "release-notes.sh: $changelog still calls $version unreleased ($heading): give it the release date" >&2
+  exit 1
+fi
+notes=$(awk -v h="$heading" '
+  /^## / { if (found) exit; if ($0 == h) { found = 1; next } }
   found && (started || NF) { started = 1; print }
 ' "$changelog")
 if [ -z "$(printf '%s' "$notes" | tr -d '[:space:]')" ]; then
-  echo "release-notes.sh: $changelog has no (or an empty) section for $version" >&2
+  echo "release-notes.sh: $changelog has an empty section for $version" >&2
   exit 1
 fi
 printf '%s\n' "$notes"
