@@ -17,6 +17,11 @@ HEAP_MAX=${DBCANARY_CASSANDRA_HEAP_MAX:-1G}
 COMMITLOG_SYNC=${DBCANARY_CASSANDRA_COMMITLOG_SYNC:-periodic}
 COMMITLOG_SYNC_PERIOD=${DBCANARY_CASSANDRA_COMMITLOG_SYNC_PERIOD:-10000ms}
 COMMITLOG_COMPRESSION=${DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION:-}
+# Client-to-node TLS (native protocol only): TLS_DIR holds ca.pem and
+# server.pem (the node's private key, PKCS#8, then its certificate); with
+# TLS_CLIENT_AUTH=true clients must present a certificate signed by ca.pem.
+TLS_DIR=${DBCANARY_CASSANDRA_TLS_DIR:-}
+TLS_CLIENT_AUTH=${DBCANARY_CASSANDRA_TLS_CLIENT_AUTH:-false}
 SHARED=$STACK_DIR/cassandra-$VERSION # classpath cache, shared by every node
 DIR=$STACK_DIR/cassandra
 PIDFILE=$DIR/cassandra.pid
@@ -79,6 +84,19 @@ roles_validity: 0ms
 permissions_validity: 0ms
 credentials_validity: 0ms
 YAML
+  if [ -n "$TLS_DIR" ]; then
+    [ -f "$TLS_DIR/server.pem" ] && [ -f "$TLS_DIR/ca.pem" ] || die "cassandra: DBCANARY_CASSANDRA_TLS_DIR needs ca.pem and server.pem"
+    cat >> "$DIR/cassandra.yaml" <<YAML
+client_encryption_options:
+  ssl_context_factory:
+    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory
+  enabled: true
+  optional: false
+  keystore: $TLS_DIR/server.pem
+  truststore: $TLS_DIR/ca.pem
+  require_client_auth: $TLS_CLIENT_AUTH
+YAML
+  fi
   cat > "$DIR/logback.xml" <<XML
 <configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">

@@ -1,0 +1,165 @@
+//go:build integration
+
+package tls
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+// cassandraServerPEM writes the node's PEM keystore for Cassandra's
+// PEMBasedSslContextFactory: an unencrypted PKCS#8 RSA key, then the
+// certificate (for 127.0.0.1), signed by c.
+func (c *ca) cassandraServerPEM(t *testing.T, path string, notAfter time.Time) *x509.Certificate {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "cassandra.dbcanary.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = pem.Encode(&b, &pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	write(t, path, b.Bytes())
+	cert, _ := x509.ParseCertificate(der)
+	return cert
+}
+
+// TestCassandraClientEncryption: a private Cassandra node with
+// client_encryption_options (PEM keystore and truststore, client certificate
+// required): insert and read over TLS with a client certificate, the expiry
+// gauge of the node's certificate, and a client without a certificate or
+// trusting another CA failing with cause tls.
+func TestCassandraClientEncryption(t *testing.T) {
+	authority, other := newCA(t, "dbcanary test CA"), newCA(t, "some other CA")
+	dir, err := os.MkdirTemp("", "dbcanary-tls-cass-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsDir := filepath.Join(dir, "tls")
+	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
+	server := authority.cassandraServerPEM(t, filepath.Join(tlsDir, "server.pem"), time.Now().Add(60*24*time.Hour).Truncate(time.Second))
+	otherFile := filepath.Join(tlsDir, "other.pem")
+	write(t, otherFile, other.pem)
+	clientCert, clientKey := filepath.Join(tlsDir, "client.pem"), filepath.Join(tlsDir, "client-key.pem")
+	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
+
+	cql := freePort(t)
+	env := append(os.Environ(), "DBCANARY_STACK_DIR="+dir, "DBCANARY_CASSANDRA_HEAP_MAX=512M",
+		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", freePort(t)),
+		"DBCANARY_CASSANDRA_TLS_DIR="+tlsDir, "DBCANARY_CASSANDRA_TLS_CLIENT_AUTH=true")
+	script := func(action string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join(stack.Dir(), "cassandra.sh"), action)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := script("stop"); err != nil {
+			t.Errorf("stop private node: %v\n%s", err, out)
+		}
+		_ = os.RemoveAll(dir)
+	})
+	if out, err := script("start"); err != nil {
+		t.Fatalf("start private TLS node: %v\n%s", err, out)
+	}
+	target := func(name, tlsBlock string) string {
+		return fmt.Sprintf(`  - name: %s
+    backend: cassandra
+    ops: {insert: {rate: 4}, read: {rate: 4}}
+    cassandra:
+      hosts: ["127.0.0.1"]
+      port: %d
+      username: cassandra
+      password_file: %s
+      local_dc: datacenter1
+      keyspace: dbcanary_tls
+      replication: {class: SimpleStrategy, replication_factor: 1}
+      connect_timeout: 10s
+      request_timeout: 10s
+      tls: %s
+`, name, cql, filepath.Join(dir, "cassandra", "password"), tlsBlock)
+	}
+
+	cfg := config(t, target("cass-tls", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s}", filepath.Join(tlsDir, "ca.pem"), clientCert, clientKey)))
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", cfg, "--web.listen-address", addr)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	want := strconv.FormatInt(server.NotAfter.Unix(), 10)
+	expiry := regexp.MustCompile(`(?m)^dbcanary_tls_earliest_cert_expiry_timestamp_seconds\{backend="cassandra",target="cass-tls"\} (\S+)$`)
+	reads := regexp.MustCompile(`(?m)^dbcanary_op_latency_seconds_count\{backend="cassandra",op="read",result="ok",target="cass-tls"\} ([1-9]\d*)$`)
+	deadline := time.Now().Add(3 * time.Minute)
+	var body string
+	for {
+		body = tryGet("http://" + addr + "/metrics")
+		e := expiry.FindStringSubmatch(body)
+		if e != nil && reads.MatchString(body) {
+			if f, _ := strconv.ParseFloat(e[1], 64); strconv.FormatInt(int64(f), 10) != want {
+				t.Errorf("expiry gauge %s, want the node certificate's not-after %s", e[1], want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no read and expiry gauge over TLS within 3 min\n%s\n--- log\n%s", grep(body, "cass-tls"), logs.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	onceCfg := config(t, target("no-client-cert", "{ca_file: "+filepath.Join(tlsDir, "ca.pem")+"}"), target("wrong-ca", "{ca_file: "+otherFile+"}"))
+	octx, ocancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer ocancel()
+	once := exec.CommandContext(octx, binary, "once", "--config.file", onceCfg)
+	var out bytes.Buffer
+	once.Stdout, once.Stderr = &out, &out
+	_ = once.Run()
+	for target, want := range map[string]string{"no-client-cert": "certificate", "wrong-ca": "certificate signed by unknown authority"} {
+		rows := grep(out.String(), target+" ")
+		if rows == "" {
+			t.Errorf("%s: no row in\n%s", target, out.String())
+		}
+		for _, row := range strings.Split(rows, "\n") {
+			if f := strings.Fields(row); len(f) < 6 || f[3] != "error" || f[5] != "tls" || !strings.Contains(row, want) {
+				t.Errorf("%s: want cause tls saying %q, got: %s", target, want, row)
+			}
+		}
+	}
+	t.Logf("once:\n%s", out.String())
+}
