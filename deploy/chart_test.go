@@ -380,7 +380,11 @@ func TestChartLintAndPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm package: %v\n%s", err, out)
 	}
-	pkg := filepath.Join(dst, "dbcanary-0.1.0.tgz")
+	pkgs, _ := filepath.Glob(filepath.Join(dst, "dbcanary-*.tgz"))
+	if len(pkgs) != 1 {
+		t.Fatalf("helm package made %v, want one dbcanary-<version>.tgz\n%s", pkgs, out)
+	}
+	pkg := pkgs[0]
 	files := tgzFiles(t, pkg)
 	want := []string{"dbcanary/Chart.yaml", "dbcanary/README.md", "dbcanary/values.yaml", "dbcanary/values.schema.json",
 		"dbcanary/files/dbcanary-rules.yml", "dbcanary/templates/dashboards.yaml", "dbcanary/templates/networkpolicy.yaml"}
