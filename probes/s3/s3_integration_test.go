@@ -427,7 +427,7 @@ func leastPrivilege(bucket string) string {
      "Condition": {"StringLike": {"s3:prefix": ["dbcanary/*"]}}},
     {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
      "Resource": ["arn:aws:s3:::BUCKET/dbcanary/*"]},
-    {"Effect": "Allow", "Action": ["s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"], "Resource": ["arn:aws:s3:::BUCKET"]}
+    {"Effect": "Allow", "Action": ["s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration", "s3:ListBucketMultipartUploads"], "Resource": ["arn:aws:s3:::BUCKET"]}
   ]
 }`)
 }

@@ -150,6 +150,15 @@ func TestSwift(t *testing.T) {
 	t.Run("collector", func(t *testing.T) { collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-swift-gc")) })
 	t.Run("uploads", func(t *testing.T) { collectorAbortsStaleUploads(t, st, st.bucket(t, "dbcanary-it-swift-uploads")) })
 	t.Run("store reasons", func(t *testing.T) { swiftStoreReasons(t, st) })
+	t.Run("wrong region", func(t *testing.T) {
+		c := st.config(t, st.bucket(t, "dbcanary-it-swift-region"))
+		c.Region = "gra" // an OVH region; this proxy's s3api location is us-east-1
+		err := prepare(t, newProbe(t, "swift-region", c))
+		if probes.CauseOf(err) != probes.CauseAuth {
+			t.Fatalf("Prepare signed for another region than the proxy's location: %v (cause %s), want auth", err, probes.CauseOf(err))
+		}
+		t.Logf("wrong region: %v", err)
+	})
 	t.Run("lifecycle", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-it-swift-lifecycle")
 		var logs syncBuffer
