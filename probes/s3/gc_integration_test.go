@@ -132,14 +132,15 @@ func TestSameInstanceNeverDeletesEachOther(t *testing.T) {
 // outside the target's prefix are kept.
 func TestCollectorRemovesAbandonedRuns(t *testing.T) {
 	st := theMinio()
-	collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-gc"))
+	collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-gc"), 3*time.Second)
 }
 
-// collectorRemovesAbandonedRuns is TestCollectorRemovesAbandonedRuns on one store.
-func collectorRemovesAbandonedRuns(t *testing.T, st s3Store, b string) {
+// collectorRemovesAbandonedRuns is TestCollectorRemovesAbandonedRuns on one
+// store; abandoned must exceed the time the store takes for the setup (4
+// processes, 5 puts each), whose objects the first pass must keep.
+func collectorRemovesAbandonedRuns(t *testing.T, st s3Store, b string, abandoned time.Duration) {
 	c := st.config(t, b)
 	c.Sizes = []Size{4 * KiB, 128 * KiB}
-	const abandoned = 3 * time.Second
 	probe := func(instance string) *Probe {
 		p := quick(newProbeAs(t, probes.Target{Name: "gc", InstanceID: instance, Config: c}), abandoned)
 		if err := prepare(t, p); err != nil {
