@@ -118,6 +118,9 @@ func TestValidateErrors(t *testing.T) {
 			"abandoned_after: must be between 13h (longer than the 12h a canary object may still be read by the process that wrote it, plus an hour for clock skew; the heartbeat is refreshed every 1m0s) and 720h, got 1h0m0s"},
 		{"abandoned_after zero", func(c *Config) { c.AbandonedAfter = 0 }, "abandoned_after: must be between 13h"},
 		{"abandoned_after long", func(c *Config) { c.AbandonedAfter = 1000 * time.Hour }, "abandoned_after: must be between 13h"},
+		{"listing_grace negative", func(c *Config) { c.ListingGrace = -time.Second },
+			"listing_grace: must be between 0 (a strongly consistent store: a key missing from a listing and from HEAD is not_found at once) and 12h, got -1s"},
+		{"listing_grace long", func(c *Config) { c.ListingGrace = 13 * time.Hour }, "listing_grace: must be between 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig
