@@ -3,6 +3,16 @@
 # real server, no bundled JDK, no security plugin), a single node bound to
 # 127.0.0.1, run as an unprivileged system user because OpenSearch refuses root.
 # Usage: opensearch.sh install|start|stop|status|env
+#
+# Opt-in security plugin (for the TLS tests): DBCANARY_OPENSEARCH_SECURITY_DIR
+# names a directory holding ca.pem, node.pem, node-key.pem (PKCS#8),
+# admin.pem, admin-key.pem and the security plugin's *.yml (internal_users.yml,
+# roles.yml, roles_mapping.yml, ...). The plugin
+# (org.opensearch.plugin:opensearch-security:<VERSION>.0, which must match the
+# server exactly: e.g. DBCANARY_OPENSEARCH_VERSION=2.19.3) is installed into a
+# tree of its own, HTTP and transport use node.pem, the security index is
+# initialised from those files at first start (no securityadmin), and the
+# script talks to the node over https with the admin certificate.
 source "$(dirname "$0")/lib.sh"
 
 VERSION=${DBCANARY_OPENSEARCH_VERSION:-2.19.6}
@@ -13,6 +23,13 @@ HOME_DIR=$DIR/opensearch-$VERSION
 PIDFILE=$DIR/opensearch.pid
 RUN_USER=${DBCANARY_OPENSEARCH_USER:-dbcanary-os}
 URL=http://127.0.0.1:$PORT
+SECURITY_DIR=${DBCANARY_OPENSEARCH_SECURITY_DIR:-}
+CURL_TLS=()
+if [ -n "$SECURITY_DIR" ]; then
+  HOME_DIR=$DIR/opensearch-$VERSION-security
+  URL=https://127.0.0.1:$PORT
+  CURL_TLS=(--cacert "$SECURITY_DIR/ca.pem" --cert "$SECURITY_DIR/admin.pem" --key "$SECURITY_DIR/admin-key.pem")
+fi
 
 install() {
   [ -x "$HOME_DIR/bin/opensearch" ] && return 0
@@ -31,8 +48,26 @@ install() {
   command -v unzip >/dev/null || apt_install unzip
   rm -rf "$DIR/unpack" && mkdir -p "$DIR/unpack"
   unzip -q "$zip" -d "$DIR/unpack"
+  if [ -n "$SECURITY_DIR" ]; then install_security "$DIR/unpack/opensearch-$VERSION"; fi
   mv "$DIR/unpack/opensearch-$VERSION" "$HOME_DIR"
   rm -rf "$DIR/unpack"
+}
+
+# install_security TREE: the security plugin of the same version, from Maven
+# Central, installed into the unpacked server TREE (before it is moved into
+# place, so a failed install leaves no tree that looks complete).
+install_security() {
+  local zip=$DIR/dl/opensearch-security-$VERSION.0.zip
+  if [ ! -s "$zip" ]; then
+    log "opensearch: downloading the security plugin $VERSION.0 from Maven Central"
+    mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+      -Dartifact="org.opensearch.plugin:opensearch-security:$VERSION.0:zip" \
+      -DoutputDirectory="$DIR/dl" -Dmdep.stripVersion=false >&2
+    [ -s "$zip" ] || die "opensearch: security plugin download failed (no $zip)"
+  fi
+  log "opensearch: installing the security plugin"
+  OPENSEARCH_JAVA_HOME=$(java_home) "$1/bin/opensearch-plugin" install --batch "file://$zip" >&2 \
+    || die "opensearch: security plugin install failed"
 }
 
 # ensure_user creates the system user OpenSearch runs as (it refuses root).
@@ -62,6 +97,7 @@ path.logs: $DIR/logs
 cluster.routing.allocation.disk.threshold_enabled: false
 action.auto_create_index: true
 CONF
+  if [ -n "$SECURITY_DIR" ]; then configure_security; fi
   # Heap and the two flags that halve start-up time on small machines.
   cat > "$DIR/config/jvm.options.d/dbcanary.options" <<OPTS
 -Xms512m
@@ -73,6 +109,37 @@ OPTS
   local d=$DIR
   while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
   if [ "$(id -u)" -eq 0 ]; then chown -R "$RUN_USER:" "$DIR/data" "$DIR/logs" "$DIR/config"; fi
+}
+
+# configure_security: the certificates and the security plugin's users and
+# roles from $SECURITY_DIR; the node and admin DNs are read from the
+# certificates.
+configure_security() {
+  local f
+  for f in ca.pem node.pem node-key.pem admin.pem admin-key.pem; do
+    [ -s "$SECURITY_DIR/$f" ] || die "opensearch: $SECURITY_DIR/$f is missing"
+  done
+  command -v openssl >/dev/null || apt_install openssl
+  cp "$SECURITY_DIR/ca.pem" "$SECURITY_DIR/node.pem" "$SECURITY_DIR/node-key.pem" "$DIR/config/"
+  # The security index is created from these at first start: the test's own
+  # users and roles replace the plugin's demo ones; the rest stay the plugin's.
+  cp "$SECURITY_DIR"/*.yml "$DIR/config/opensearch-security/"
+  local node_dn admin_dn
+  node_dn=$(openssl x509 -noout -subject -nameopt RFC2253 -in "$SECURITY_DIR/node.pem" | sed 's/^subject=//')
+  admin_dn=$(openssl x509 -noout -subject -nameopt RFC2253 -in "$SECURITY_DIR/admin.pem" | sed 's/^subject=//')
+  cat >> "$DIR/config/opensearch.yml" <<CONF
+plugins.security.ssl.transport.pemcert_filepath: node.pem
+plugins.security.ssl.transport.pemkey_filepath: node-key.pem
+plugins.security.ssl.transport.pemtrustedcas_filepath: ca.pem
+plugins.security.ssl.transport.enforce_hostname_verification: false
+plugins.security.ssl.http.enabled: true
+plugins.security.ssl.http.pemcert_filepath: node.pem
+plugins.security.ssl.http.pemkey_filepath: node-key.pem
+plugins.security.ssl.http.pemtrustedcas_filepath: ca.pem
+plugins.security.allow_default_init_securityindex: true
+plugins.security.authcz.admin_dn: ['$admin_dn']
+plugins.security.nodes_dn: ['$node_dn']
+CONF
 }
 
 # java_home: the zip has no bundled JDK; use the java on the PATH.
@@ -98,7 +165,7 @@ start() {
     nohup "${run[@]}" "$HOME_DIR/bin/opensearch" >"$DIR/stdout.log" 2>&1 </dev/null 9>&- &
   echo $! > "$PIDFILE"
   local i=0
-  until curl -fsS -o /dev/null "$URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null; do
+  until curl -fsS -o /dev/null "${CURL_TLS[@]}" "$URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null; do
     if ! pid_alive "$PIDFILE"; then
       tail -n 40 "$DIR/stdout.log" >&2 || true
       die "opensearch: exited during start (log above, full logs under $DIR/logs)"
@@ -111,8 +178,21 @@ start() {
     fi
     sleep 1
   done
+  # Health answers (to the admin certificate) before the security plugin has
+  # loaded its index; until then every user gets 503 "not initialized".
+  if [ -n "$SECURITY_DIR" ]; then
+    until curl -fsS -o /dev/null "${CURL_TLS[@]}" "$URL/_plugins/_security/health" 2>/dev/null; do
+      i=$((i + 1))
+      if ! pid_alive "$PIDFILE" || [ "$i" -ge 180 ]; then
+        tail -n 40 "$DIR/stdout.log" >&2 || true
+        stop_pid "$PIDFILE" opensearch 20
+        die "opensearch: the security plugin did not initialise (log above, full logs under $DIR/logs)"
+      fi
+      sleep 1
+    done
+  fi
   # A single node cannot place replicas: default to none so indices go green.
-  curl -fsS -o /dev/null -X PUT "$URL/_cluster/settings" -H 'Content-Type: application/json' \
+  curl -fsS -o /dev/null "${CURL_TLS[@]}" -X PUT "$URL/_cluster/settings" -H 'Content-Type: application/json' \
     -d '{"persistent":{"cluster.default_number_of_replicas":0}}' || log "opensearch: could not set default replicas"
   log "opensearch: ready (pid $(cat "$PIDFILE"))"
 }
@@ -120,7 +200,7 @@ start() {
 stop() { stop_pid "$PIDFILE" opensearch 30; }
 
 status() {
-  pid_alive "$PIDFILE" && curl -fsS -o /dev/null --max-time 5 "$URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null
+  pid_alive "$PIDFILE" && curl -fsS -o /dev/null "${CURL_TLS[@]}" --max-time 5 "$URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null
 }
 
 env_() {
