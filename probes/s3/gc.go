@@ -461,16 +461,13 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var keys []string
-	hb := false
 	for info := range p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true}) {
 		if info.Err != nil {
 			return 0, p.classify("list", p.prefix, info.Err)
 		}
 		switch {
-		case !strings.HasPrefix(info.Key, p.prefix):
+		case !strings.HasPrefix(info.Key, p.prefix), info.Key == p.heartbeat:
 			continue
-		case info.Key == p.heartbeat:
-			hb = true
 		default:
 			keys = append(keys, info.Key)
 		}
@@ -481,9 +478,19 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, p.classify("list", p.prefix, err)
 	}
-	if hb {
-		keys = append(keys, p.heartbeat)
+	// The listing may lag behind the newest writes (Swift updates listings
+	// asynchronously): delete what this run knows it wrote as well (deleting
+	// a key that is not there succeeds).
+	listed := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		listed[k] = true
 	}
+	for _, k := range p.live.keys() {
+		if !listed[k] {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, p.heartbeat) // last, listed or not: Close runs only after a write
 	for i, key := range keys {
 		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
 			return i, p.classify("delete", key, err)

@@ -217,3 +217,16 @@ func (l *liveSet) count(s Size) int {
 	defer l.mu.Unlock()
 	return len(l.bySize[s])
 }
+
+// keys returns the keys of every object tracked, busy and suspect ones too.
+func (l *liveSet) keys() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, objs := range l.bySize {
+		for _, o := range objs {
+			out = append(out, o.key)
+		}
+	}
+	return out
+}

@@ -113,10 +113,21 @@ func (st s3Store) canaryObjects(t *testing.T, bucket string) []string {
 	return keys
 }
 
+// assertEmpty checks that the bucket holds nothing, waiting (60 s at most)
+// for a listing that lags behind deletes (Swift's updates its container
+// listing asynchronously; MinIO's listing is current at once).
 func (st s3Store) assertEmpty(t *testing.T, bucket string) {
 	t.Helper()
-	if keys := objects(t, st.admin(t), bucket); len(keys) != 0 {
-		t.Fatalf("the canary left %d objects in %s bucket %s: %v", len(keys), st.name, bucket, keys)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		keys := objects(t, st.admin(t), bucket)
+		if len(keys) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canary left %d objects in %s bucket %s: %v", len(keys), st.name, bucket, keys)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
