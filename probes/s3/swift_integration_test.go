@@ -147,7 +147,9 @@ func TestSwift(t *testing.T) {
 		}
 		st.assertEmpty(t, b) // checked entries are deleted
 	})
-	t.Run("collector", func(t *testing.T) { collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-swift-gc"), 12*time.Second) })
+	t.Run("collector", func(t *testing.T) {
+		collectorRemovesAbandonedRuns(t, st, st.bucket(t, "dbcanary-it-swift-gc"), 12*time.Second)
+	})
 	t.Run("uploads", func(t *testing.T) { collectorAbortsStaleUploads(t, st, st.bucket(t, "dbcanary-it-swift-uploads")) })
 	t.Run("store reasons", func(t *testing.T) { swiftStoreReasons(t, st) })
 	t.Run("wrong region", func(t *testing.T) {
