@@ -114,7 +114,7 @@ func openSearchSecurityFiles(t *testing.T, dir string, passwords map[string]stri
 // for the least-privilege user over https, the expiry gauge is the node
 // certificate's not-after; a wrong password fails with cause auth, a user
 // without indices:admin/create with cause setup, a client trusting another CA
-// with cause tls.
+// or expecting another host name with cause tls.
 func TestOpenSearchSecurityPlugin(t *testing.T) {
 	authority, other := newCA(t, "dbcanary test CA"), newCA(t, "some other CA")
 	dir, err := os.MkdirTemp("", "dbcanary-tls-os-")
@@ -157,7 +157,7 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 	if out, err := script("start"); err != nil {
 		t.Fatalf("start private node with the security plugin: %v\n%s", err, out)
 	}
-	target := func(name, user, passwordFile, ca string) string {
+	target := func(name, user, passwordFile, tlsBlock string) string {
 		return fmt.Sprintf(`  - name: %s
     backend: opensearch
     timeout: 20s
@@ -166,17 +166,18 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
       addresses: [https://127.0.0.1:%d]
       username: %s
       password_file: %s
-      tls: {ca_file: %s}
+      tls: %s
       replicas: 0
       connect_timeout: 10s
       request_timeout: 15s
-`, name, port, user, passwordFile, ca)
+`, name, port, user, passwordFile, tlsBlock)
 	}
 
 	// The daemon: every op for the least-privilege user over https, and the
 	// node certificate's expiry.
 	ops := []string{"index", "bulk", "search_default", "search_term", "search_phrase", "get", "visibility"}
-	cfg := config(t, target("os-tls", "dbcanary", passFile, caFile))
+	good := "{ca_file: " + caFile + "}"
+	cfg := config(t, target("os-tls", "dbcanary", passFile, good))
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -219,9 +220,11 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 	}
 
 	// once: the same user (its cleanup too), a wrong password, a user without
-	// indices:admin/create, and a client trusting another CA.
-	onceCfg := config(t, target("good", "dbcanary", passFile, caFile), target("wrong-password", "dbcanary", wrongFile, caFile),
-		target("no-create", "dbcanary_nocreate", nocreateFile, caFile), target("wrong-ca", "dbcanary", passFile, otherFile))
+	// indices:admin/create, a client trusting another CA, and one expecting
+	// another host name.
+	onceCfg := config(t, target("good", "dbcanary", passFile, good), target("wrong-password", "dbcanary", wrongFile, good),
+		target("no-create", "dbcanary_nocreate", nocreateFile, good), target("wrong-ca", "dbcanary", passFile, "{ca_file: "+otherFile+"}"),
+		target("wrong-name", "dbcanary", passFile, "{ca_file: "+caFile+", server_name: search.example.org}"))
 	octx, ocancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer ocancel()
 	once := exec.CommandContext(octx, binary, "once", "--config.file", onceCfg)
@@ -233,6 +236,7 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 		"wrong-password": {"auth", "401"},
 		"no-create":      {"setup", "indices:admin/create"},
 		"wrong-ca":       {"tls", "certificate signed by unknown authority"},
+		"wrong-name":     {"tls", "not search.example.org"},
 	} {
 		var rows []string
 		for _, line := range strings.Split(out.String(), "\n") {
