@@ -105,6 +105,14 @@ soak-pages:
 test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
+## test-compat: the shipped rules on the Prometheus versions make test does not run (it runs Debian's 2.42); one sub-target per version, not in make test
+.PHONY: test-compat test-compat-prometheus3
+test-compat: test-compat-prometheus3
+
+## test-compat-prometheus3: promtool of Prometheus 3.x (built once from the module source and cached by test/tools/prometheus3.sh, ~6 min cold) checks the shipped rules and runs their unit tests
+test-compat-prometheus3:
+	bash test/tools/prometheus3.sh promtool check rules alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
+	bash test/tools/prometheus3.sh promtool test rules alerts/tests/dbcanary-rules_test.yml
 
 ## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
 vulncheck:

@@ -194,7 +194,8 @@ func loadConfig(g *globalFlags, stderr io.Writer) (*config.Config, error) {
 }
 
 func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var base string
+	cmd := &cobra.Command{
 		Use:   "check-config",
 		Short: "Validate the config file and exit non-zero listing every error",
 		Args:  cobra.NoArgs,
@@ -210,10 +211,23 @@ func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command 
 					fmt.Fprintf(stderr, "%s: warning: targets[%d] (%s): %s\n", g.configFile, i, t.Name, msg)
 				}
 			}
+			// Latency rules the op timeouts make unreachable (none compared
+			// when the default baseline file is absent).
+			if _, err := os.Stat(base); err == nil || base != defaultBaseline {
+				msgs, err := thresholdWarnings(cfg, base)
+				if err != nil {
+					return exitError{code: exitConfig, err: err}
+				}
+				for _, msg := range msgs {
+					fmt.Fprintf(stderr, "%s: warning: %s\n", g.configFile, msg)
+				}
+			}
 			fmt.Fprintf(stdout, "%s: OK: %d target(s), %d op(s), instance id %q\n", g.configFile, len(cfg.Targets), ops, cfg.Global.InstanceID)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&base, "baseline", defaultBaseline, "Baseline file the alert rules are generated from: warn about latency thresholds at or above an op's timeout (none compared when the default file is absent).")
+	return cmd
 }
 
 func newDumpConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {

@@ -60,6 +60,16 @@ type Policy struct {
 	// MinSlowSamples: a latency alert needs at least this many samples above
 	// its threshold in the window (one slow sample is not a trend).
 	MinSlowSamples int `yaml:"min_slow_samples"`
+	// AggregateBy are labels every rule keeps besides the canary's own
+	// (target, backend, op, ...): the external or target labels that tell
+	// one Prometheus, cluster or vantage point from another in a global
+	// view (e.g. [cluster]). Empty keeps only the canary's labels.
+	AggregateBy []string `yaml:"aggregate_by"`
+	// OpTimeouts are the op timeouts the latency rules are generated for,
+	// by "backend/op" or "backend" (absent: the config's default timeout).
+	// A threshold at or above its op's timeout can never be crossed (the
+	// op fails as a timeout first): the generator leaves it out and says so.
+	OpTimeouts map[string]model.Duration `yaml:"op_timeouts"`
 }
 
 // Source is a reference document.
@@ -115,6 +125,7 @@ var (
 	latencyUnits    = map[string]float64{"us": 1e-6, "ms": 1e-3, "s": 1}
 	throughputUnits = []string{"ops/s", "msg/s", "docs/s", "MB/s"}
 	nameRE          = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	labelRE         = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	opRE            = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
 	// targetRE is the config's target name syntax.
 	targetRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
@@ -245,6 +256,26 @@ func (b *File) Validate() Errors {
 	}
 	if p.DriftMinSeconds < 0 {
 		bad("policy.drift_min_seconds", "must not be negative, got %g", p.DriftMinSeconds)
+	}
+	reserved := []string{"target", "backend", "op", "phase", "cause", "result", "direction", "quantile", "le", "age", "figure", "severity", "window", "__name__"}
+	for i, l := range p.AggregateBy {
+		switch {
+		case !labelRE.MatchString(l):
+			bad(fmt.Sprintf("policy.aggregate_by[%d]", i), "must be a Prometheus label name, got %q", l)
+		case slices.Contains(reserved, l):
+			bad(fmt.Sprintf("policy.aggregate_by[%d]", i), "%q is one of the canary's own labels, always kept or set by the rules", l)
+		case slices.Contains(p.AggregateBy[:i], l):
+			bad(fmt.Sprintf("policy.aggregate_by[%d]", i), "duplicate %q", l)
+		}
+	}
+	for k, d := range p.OpTimeouts {
+		if d <= 0 {
+			bad("policy.op_timeouts."+k, "must be positive, got %s", d)
+		}
+		be, op, _ := strings.Cut(k, "/")
+		if !nameRE.MatchString(be) || strings.Contains(op, "/") {
+			bad("policy.op_timeouts."+k, `key must be "backend" or "backend/op"`)
+		}
 	}
 	if !nameRE.MatchString(p.Job) {
 		bad("policy.job", "must be a Prometheus job name like dbcanary, got %q", p.Job)

@@ -3,6 +3,7 @@ package generate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,19 @@ import (
 
 // Every query selects targets with this matcher; the lint test checks it.
 const targetMatcher = `target=~"$target"`
+
+// placeMatchers select the Prometheus, cluster or vantage point a series
+// comes from: external labels in a global view (Thanos, a federating
+// Prometheus) or target labels set by relabelling. Every query carries them;
+// a series without the label matches the variable's All (".*"). The recorded
+// series keep them only when policy.aggregate_by names them
+// (docs/alerts-dashboards.md).
+var placeMatchers = []string{`cluster=~"$cluster"`, `vantage=~"$vantage"`}
+
+// instanceMatcher selects the canary replica (its scrape address). Only the
+// raw series carry it: the recording rules aggregate it away (a target
+// moves between replicas when the replica count changes).
+const instanceMatcher = `instance=~"$instance"`
 
 // SchemaVersion is the dashboard schema the boards are written for. The SDK
 // defaults to its own (newer) version and has no builder option for it, so
@@ -39,13 +53,30 @@ type board struct {
 	x, y   uint32
 }
 
-func newBoard(uid, title, desc, targetFilter string) *board {
-	q := fmt.Sprintf("label_values(dbcanary_target_up%s, target)", targetFilter)
+func newBoard(uid, title, desc, backend string) *board {
 	list := func(s string) dashboard.StringOrArrayOfString {
 		return dashboard.StringOrArrayOfString{ArrayOfString: []string{s}}
 	}
 	one := func(s string) dashboard.StringOrArrayOfString {
 		return dashboard.StringOrArrayOfString{String: cog.ToPtr(s)}
+	}
+	// Each variable's values are narrowed by the variables before it.
+	within := func(matchers ...string) string {
+		if backend != "" {
+			matchers = append([]string{fmt.Sprintf(`backend="%s"`, backend)}, matchers...)
+		}
+		if len(matchers) == 0 {
+			return "dbcanary_target_up"
+		}
+		return "dbcanary_target_up{" + strings.Join(matchers, ",") + "}"
+	}
+	variable := func(name, label, help, q string) *dashboard.QueryVariableBuilder {
+		return dashboard.NewQueryVariableBuilder(name).Label(label).Description(help).Datasource(ds).
+			// The Prometheus datasource's form of a variable query.
+			Query(dashboard.StringOrMap{Map: map[string]any{"query": q, "refId": name}}).Definition(q).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Multi(true).IncludeAll(true).AllValue(".*").
+			Sort(dashboard.VariableSortAlphabeticalAsc).Hide(dashboard.VariableHideDontHide).
+			Current(dashboard.VariableOption{Text: list("All"), Value: list("$__all")})
 	}
 	d := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"dbcanary"}).
 		Timezone("browser").Readonly().Tooltip(dashboard.DashboardCursorSyncCrosshair).
@@ -61,12 +92,18 @@ func newBoard(uid, title, desc, targetFilter string) *board {
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus").
 			Multi(false).IncludeAll(false).Hide(dashboard.VariableHideDontHide).
 			Current(dashboard.VariableOption{Text: one("default"), Value: one("default")})).
-		WithVariable(dashboard.NewQueryVariableBuilder("target").Label("Target").Datasource(ds).
-			// The Prometheus datasource's form of a variable query.
-			Query(dashboard.StringOrMap{Map: map[string]any{"query": q, "refId": "target"}}).Definition(q).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Multi(true).IncludeAll(true).AllValue(".*").
-			Sort(dashboard.VariableSortAlphabeticalAsc).Hide(dashboard.VariableHideDontHide).
-			Current(dashboard.VariableOption{Text: list("All"), Value: list("$__all")}))
+		WithVariable(variable("cluster", "Cluster",
+			"The cluster label (an external label of the Prometheus, or set by relabelling); empty when no series has one. The recorded series keep it when the rules are generated with policy.aggregate_by: [cluster].",
+			fmt.Sprintf("label_values(%s, cluster)", within()))).
+		WithVariable(variable("vantage", "Vantage",
+			"The vantage label: where the canary probes from (a zone, a Helm mode: vantage Deployment); empty when no series has one.",
+			fmt.Sprintf("label_values(%s, vantage)", within(placeMatchers[0])))).
+		// Every raw series has an instance: All is ".+" (dashboard-linter's template-instance-rule).
+		WithVariable(variable("instance", "Instance",
+			"The canary replica (scrape address). Only the health, ledger and in-flight panels filter by it: the recorded latency, error and rate series aggregate over replicas.",
+			fmt.Sprintf("label_values(%s, instance)", within(placeMatchers...))).AllValue(".+")).
+		WithVariable(variable("target", "Target", "The store a canary target probes (dbcanary's target label).",
+			fmt.Sprintf("label_values(%s, target)", within(append(slices.Clone(placeMatchers), instanceMatcher)...))))
 	return &board{d: d}
 }
 
@@ -171,13 +208,19 @@ func statPanel(title, desc, unit string, th *dashboard.ThresholdsConfigBuilder, 
 		WithTarget(promQuery(0, q).Instant())
 }
 
-// m renders a selector with the backend, extra matchers and the target matcher.
+// m renders a selector with the backend, extra matchers, the place matchers,
+// the instance matcher on a raw series (a recorded one has a colon in its
+// name and no instance label) and the target matcher.
 func m(name, backend string, extra ...string) string {
 	parts := []string{}
 	if backend != "" {
 		parts = append(parts, fmt.Sprintf(`backend="%s"`, backend))
 	}
 	parts = append(parts, extra...)
+	parts = append(parts, placeMatchers...)
+	if !strings.Contains(name, ":") {
+		parts = append(parts, instanceMatcher)
+	}
 	parts = append(parts, targetMatcher)
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
@@ -340,7 +383,7 @@ func ownPanel(d *boardData, be backend, p probes.Panel) *timeseries.PanelBuilder
 // rates, errors by cause, bytes and in-flight ops.
 func backendBoard(d *boardData, be backend) (dashboard.Dashboard, error) {
 	bd := newBoard("dbcanary-"+be.Name, "dbcanary / "+be.Title,
-		be.Title+" canary ops against the documented baselines (baselines/*.yaml).", fmt.Sprintf(`{backend="%s"}`, be.Name))
+		be.Title+" canary ops against the documented baselines (baselines/*.yaml).", be.Name)
 	bd.row("Health")
 	bd.addStat(statPanel("Targets up", "dbcanary_target_up: 1 when the last op reached the store.", "none", steps("red", 0.0, "green", 1.0),
 		query{m("dbcanary_target_up", be.Name), "{{target}}"}))

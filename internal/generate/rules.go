@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -129,6 +130,11 @@ const (
 var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
 	AlertLatencyAboveBaseline}
+
+// wholeValue renders a count an alert read with increase(): Prometheus
+// extrapolates increase() to the window's edges (4 events can read 4.315),
+// and a page counts events, so it shows the nearest whole number.
+const wholeValue = `{{ $value | printf "%.0f" }}`
 
 // notAvailability are the causes the availability budget leaves out: the
 // store answered (data causes page on their own; stale is allowed by the
@@ -266,13 +272,13 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	// The durability ledger's checks page as DbcanaryDurabilityLoss (with the age), not twice.
 	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found",op!="ledger_check"}[%s])) > 0`, w5), 0, "critical",
 		"Data integrity failure on {{ $labels.backend }} target {{ $labels.target }}: {{ $labels.cause }}",
-		fmt.Sprintf("{{ $value | humanize }} %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
+		fmt.Sprintf("%s %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", wholeValue, "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
 	add(&al, alert(AlertDurabilityLoss, fmt.Sprintf(`sum by (target, backend, age, result) (increase(dbcanary_ledger_checks_total{result=~"missing|corrupted"}[%s])) > 0`, w5), 0, "critical",
 		"Acknowledged write {{ $labels.result }} on {{ $labels.backend }} target {{ $labels.target }} at the {{ $labels.age }} check",
-		fmt.Sprintf("{{ $value | humanize }} write(s) the store acknowledged were found %s when read back %s later (durability ledger, last %s; baseline: 0): the store lost or changed data it had confirmed.", "{{ $labels.result }}", "{{ $labels.age }}", w5)))
+		fmt.Sprintf("%s write(s) the store acknowledged were found %s when read back %s later (durability ledger, last %s; baseline: 0): the store lost or changed data it had confirmed.", wholeValue, "{{ $labels.result }}", "{{ $labels.age }}", w5)))
 	add(&al, alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
 		"dbcanary ops on {{ $labels.target }} cannot start: in-flight bound reached",
-		fmt.Sprintf("{{ $value | humanize }} %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", "{{ $labels.op }}", w5)))
+		fmt.Sprintf("%s %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", wholeValue, "{{ $labels.op }}", w5)))
 	for _, ba := range burnAlerts {
 		thr := qs(round(ba.factor * budget))
 		long, short := RecTargetErrorRatio+windowName(ba.long), RecTargetErrorRatio+windowName(ba.short)
@@ -296,14 +302,59 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	for _, t := range th {
 		add(&lat, latencyRule(t, p.MinSlowSamples, opt))
 	}
-	return &RuleFile{Groups: []RuleGroup{rec, base, al, lat}}, nil
+	groups := []RuleGroup{rec, base, al, lat}
+	for _, g := range groups {
+		for i := range g.Rules {
+			g.Rules[i].Expr = keepLabels(g.Rules[i].Expr, p.AggregateBy)
+		}
+	}
+	return &RuleFile{Groups: groups}, nil
 }
+
+// byTarget is every grouping of the rules that starts with the target label:
+// the per-target aggregations and the joins between them.
+var byTarget = regexp.MustCompile(`\b(by|on) \((target(?:, [a-z_]+)*)\)`)
+
+// keepLabels adds policy.aggregate_by (e.g. cluster) to every per-target
+// grouping, so a rule evaluated over several clusters or vantage points (a
+// global Prometheus, Thanos Ruler) keeps them apart instead of summing them.
+// Joins with the baseline series (on backend, op, ...) are left alone: those
+// series are the same everywhere.
+func keepLabels(expr string, extra []string) string {
+	if len(extra) == 0 {
+		return expr
+	}
+	return byTarget.ReplaceAllString(expr, "$1 ($2, "+strings.Join(extra, ", ")+")")
+}
+
+// leMatch selects one classic bucket whatever spelling of its bound the
+// server stored: client_golang's text format writes Go's shortest form
+// ("12"), while OpenMetrics scrapes and Prometheus 3 (which normalises le on
+// ingestion) store the float form ("12.0"). Fractional bounds read the same
+// in both.
+func leMatch(v float64) string {
+	if math.IsInf(v, 1) {
+		return `le="+Inf"`
+	}
+	short := strconv.FormatFloat(v, 'g', -1, 64)
+	if strings.ContainsAny(short, ".e") {
+		return fmt.Sprintf(`le="%s"`, short)
+	}
+	return fmt.Sprintf(`le=~"%s(\\.0)?"`, short)
+}
+
+// RecentWindow is the shortest range in the rules. Prometheus 3's ranges are
+// left-open ((t-w, t]): at the longest scrape interval the rules are made for
+// (1m; docs/alerts-dashboards.md) a 1m range holds one sample, so increase()
+// over it is empty and an alert needing it never fires. Three intervals hold
+// at least two samples even while the latest scrape is still being ingested.
+const RecentWindow = 3 * time.Minute
 
 // latencyRule compares one recorded quantile with one threshold. The
 // threshold sits on a bucket bound, so the samples above it in the window are
 // counted exactly: at least minSlow are required, one of them in the last
-// minute, and a target that paged as down or misconfigured in the window does
-// not page as slow too.
+// RecentWindow, and a target that paged as down or misconfigured in the
+// window does not page as slow too.
 func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	w5 := opt.dur(5 * time.Minute)
 	tm := t.targetMatcher()
@@ -316,8 +367,8 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 		what = t.Op + " " + t.Phase
 	}
 	slowIn := func(w string) string {
-		return fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,le="%[3]s"}[%[4]s]))`,
-			hist, hsel, leString(t.Bound), w)
+		return fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,%[3]s}[%[4]s]))`,
+			hist, hsel, leMatch(t.Bound), w)
 	}
 	forDur := 10 * time.Minute
 	if t.Severity == "critical" {
@@ -331,14 +382,14 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	}
 	return Rule{
 		Alert: AlertLatencyAboveBaseline,
-		// ...and still slow in the last minute: a burst ends the pending
-		// state within a minute of its end, so only slowness that lasts the
-		// whole for: pages, not a burst the 5m window remembers.
+		// ...and still slow in the last RecentWindow: a burst ends the
+		// pending state within 3 minutes of its end, so only slowness that
+		// lasts the whole for: pages, not a burst the 5m window remembers.
 		// An outage that paged as down or misconfigured does not page again
 		// as slow (its timed-out ops are slow samples); one timeout that makes
 		// target_up blink does not reset a real latency alert either.
 		Expr: fmt.Sprintf(`%s > %s and on (target, backend, op) (%s) >= %d and on (target, backend, op) (%s) > 0 unless on (target, backend) max_over_time(ALERTS{alertname=~"%s|%s",alertstate="firing"}[%s])`,
-			sel, qs(t.Bound), slowIn(w5), minSlow, slowIn(opt.dur(time.Minute)), AlertTargetDown, AlertTargetMisconfigured, w5),
+			sel, qs(t.Bound), slowIn(w5), minSlow, slowIn(opt.dur(RecentWindow)), AlertTargetDown, AlertTargetMisconfigured, w5),
 		For:    opt.forOf(AlertLatencyAboveBaseline, t.Severity, forDur),
 		Labels: labels,
 		Annotations: map[string]string{

@@ -316,14 +316,14 @@ func checkBoards(t *testing.T, root, promURL string) {
 				continue
 			}
 			// label_values(SELECTOR, target): the selector must find series.
-			sel := strings.TrimSuffix(strings.TrimPrefix(q.Query, "label_values("), ", target)")
+			sel := boardVars.Replace(strings.TrimSuffix(strings.TrimPrefix(q.Query, "label_values("), ", target)"))
 			if r := query(t, promURL, sel); len(r) == 0 {
 				t.Errorf("%s: target variable query %q finds no series", name, sel)
 			}
 		}
 		for _, panel := range db.Panels {
 			for _, tg := range panel.Targets {
-				expr := strings.ReplaceAll(tg.Expr, "$target", ".*")
+				expr := boardVars.Replace(tg.Expr)
 				queries++
 				if r := query(t, promURL, expr); len(r) == 0 {
 					t.Errorf("%s: panel %q: query %q returns no series", name, panel.Title, expr)
@@ -335,6 +335,9 @@ func checkBoards(t *testing.T, root, promURL string) {
 	}
 	t.Logf("%d panel queries run on Prometheus; %d returned series", queries, withData)
 }
+
+// boardVars are the boards' query variables at their All value.
+var boardVars = strings.NewReplacer("$target", ".*", "$cluster", ".*", "$vantage", ".*", "$instance", ".*")
 
 type sample struct {
 	Metric map[string]string `json:"metric"`
