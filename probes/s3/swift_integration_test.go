@@ -5,6 +5,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -212,10 +213,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// swiftStoreReasons reproduces on the real Swift two refusals where the store
-// says why: 501 NotImplemented for a streaming (aws-chunked) upload, which
-// any other client's default PUT over http draws, and a container quota
-// (Swift's container_quotas, 413, EntityTooLarge through s3api) as storage full.
+// swiftStoreReasons reproduces on the real Swift three refusals where the
+// store says why: 501 NotImplemented for a streaming (aws-chunked) upload,
+// which any other client's default PUT over http draws, 503 SlowDown from
+// Swift's rate limit, and a container quota (Swift's container_quotas, 413,
+// EntityTooLarge through s3api) as storage full.
 func swiftStoreReasons(t *testing.T, st s3Store) {
 	b := st.bucket(t, "dbcanary-it-swift-reasons")
 	p := newProbe(t, "swift-reasons", st.config(t, b))
@@ -230,6 +232,53 @@ func swiftStoreReasons(t *testing.T, st s3Store) {
 		t.Fatalf("a streaming PUT: %v (cause %s), want setup naming aws-chunked", err, probes.CauseOf(err))
 	}
 	t.Logf("501: %v", err)
+
+	// SlowDown: swift.sh rate-limits listings of containers of 100 objects
+	// or more (Swift's ratelimit middleware answers 498, s3api SlowDown).
+	// The canary's run prefix sits in a bucket with 100 other objects.
+	fillers := func(del bool) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < 100; i += 8 {
+					var err error
+					if key := fmt.Sprintf("filler/%03d", i); del {
+						err = st.admin(t).RemoveObject(context.Background(), b, key, minio.RemoveObjectOptions{})
+					} else {
+						_, err = st.admin(t).PutObject(context.Background(), b, key, bytes.NewReader([]byte("x")), 1, putOptions(""))
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	fillers(false)
+	enginetest.WaitFor(t, 60*time.Second, "a list refused with SlowDown", func() bool {
+		// A HEAD of the bucket refreshes the proxy's cached object count, which the rate limit reads.
+		_, _ = st.admin(t).BucketExists(context.Background(), b)
+		_, err = run(t, p, "list", 20*time.Second)
+		return err != nil && s3Code(err) == "SlowDown"
+	})
+	if probes.CauseOf(err) != probes.CauseServer || !strings.Contains(err.Error(), "SlowDown: the store asks clients to reduce their request rate") {
+		t.Fatalf("a rate-limited list: %v (cause %s), want server naming SlowDown", err, probes.CauseOf(err))
+	}
+	t.Logf("SlowDown: %v", err)
+	fillers(true)
+	enginetest.WaitFor(t, 60*time.Second, "listings allowed again below 100 objects", func() bool {
+		_, _ = st.admin(t).BucketExists(context.Background(), b)
+		_, err := run(t, p, "list", 20*time.Second)
+		return err == nil
+	})
 
 	// A container quota of 1 byte through Swift's own API (tempauth token).
 	storage, token := swiftToken(t, st)

@@ -2,7 +2,8 @@
 # OpenStack Swift with the s3api middleware (the reference deployment's OVH
 # Swift S3) for tests: Debian's Swift 2.30, one-replica rings on 127.0.0.1,
 # tempauth (S3 key test:tester, secret testing), s3api before tempauth in the
-# SAIO pipeline, a private memcached, and swift-object-updater (it replays the
+# SAIO pipeline (plus a rate limit on large listings after it, for the
+# SlowDown test), a private memcached, and swift-object-updater (it replays the
 # container-listing updates that failed, as on a real cluster). Every process
 # runs in the foreground (workers = 0) with its PID recorded; config, rings,
 # device directories, logs and the recon cache live under $STACK_DIR/swift.
@@ -94,7 +95,7 @@ swift_dir = $CONF
 log_level = INFO
 
 [pipeline:main]
-pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl ratelimit s3api tempauth copy container-quotas account-quotas slo dlo versioned_writes symlink proxy-logging proxy-server
+pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl ratelimit s3api tempauth ratelimit-s3 copy container-quotas account-quotas slo dlo versioned_writes symlink proxy-logging proxy-server
 
 [app:proxy-server]
 use = egg:swift#proxy
@@ -132,6 +133,15 @@ use = egg:swift#bulk
 use = egg:swift#tempurl
 [filter:ratelimit]
 use = egg:swift#ratelimit
+# A second rate limit after s3api, which SAIO does not have: the one before
+# s3api sees S3 paths and limits nothing. Listings of a container of 100
+# objects or more: one per 5 s, refused (498, SlowDown through s3api) rather
+# than delayed beyond 0.5 s. The canary's test buckets stay far below 100
+# objects; the SlowDown test fills one past it.
+[filter:ratelimit-s3]
+use = egg:swift#ratelimit
+container_listing_ratelimit_100 = 0.2
+max_sleep_time_seconds = 0.5
 [filter:copy]
 use = egg:swift#copy
 [filter:container-quotas]
