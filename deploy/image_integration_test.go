@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,72 @@ func buildImage(t *testing.T) string {
 	return tag
 }
 
+// dockerfileImage builds the Dockerfile's final stage, as written, on a
+// stand-in for its build stage (golang:1.26-bookworm needs a registry): a
+// scratch stage holding what the real one leaves at the paths the final stage
+// copies from (/src/bin/dbcanary, and /image/rootfs from rootfs.sh).
+func dockerfileImage(t *testing.T) string {
+	t.Helper()
+	df, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.LastIndex(string(df), "\nFROM ")
+	if i < 0 {
+		t.Fatal("the Dockerfile has no final FROM")
+	}
+	ctx := t.TempDir()
+	if out, err := exec.Command("bash", filepath.Join(repoRoot, "deploy", "image", "rootfs.sh"), filepath.Join(ctx, "image", "rootfs")).CombinedOutput(); err != nil {
+		t.Fatalf("rootfs.sh: %v\n%s", err, out)
+	}
+	bin, err := os.ReadFile(dbcanary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ctx, "src", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctx, "src", "bin", "dbcanary"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(ctx, "Dockerfile.final")
+	stage := "FROM scratch AS build\nCOPY image/ /image/\nCOPY src/ /src/\n" + string(df[i+1:])
+	if err := os.WriteFile(file, []byte(stage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tag := fmt.Sprintf("localhost/dbcanary-dockerfile-test:%d", os.Getpid())
+	mustPodman(t, "build", "--quiet", "--pull=never", "--layers=false", "-f", file,
+		"--build-arg", "VERSION=image-test", "--build-arg", "REVISION=0123456789abcdef", "-t", tag, ctx)
+	t.Cleanup(func() {
+		if _, err := podman(t, "rmi", "--force", tag); err != nil {
+			t.Error(err)
+		}
+	})
+	return tag
+}
+
+// imageConfig is the part of an image's config both recipes must agree on.
+type imageConfig struct {
+	User         string
+	Entrypoint   []string
+	Cmd          []string
+	ExposedPorts map[string]struct{}
+	Labels       map[string]string
+}
+
+func inspectImageConfig(t *testing.T, tag string) imageConfig {
+	t.Helper()
+	var cfg imageConfig
+	inspectJSON(t, mustPodman(t, "image", "inspect", "--format", "{{json .Config}}", tag), &cfg)
+	delete(cfg.Labels, "io.buildah.version")
+	return cfg
+}
+
+// fileSummary is a file of an image as the comparison sees it.
+func fileSummary(h *tar.Header) string {
+	return fmt.Sprintf("%c %o %d:%d %d", h.Typeflag, h.Mode&0o7777, h.Uid, h.Gid, h.Size)
+}
+
 // imageFiles lists the image's files (a created, never started container's
 // export: nothing a runtime adds).
 func imageFiles(t *testing.T, tag string) map[string]*tar.Header {
@@ -177,7 +244,8 @@ func imageFiles(t *testing.T, tag string) map[string]*tar.Header {
 
 // TestImage builds the image and runs it as a pod would: non-root,
 // read-only root filesystem, all capabilities dropped, config and S3
-// credentials mounted read-only, against the local MinIO.
+// credentials mounted read-only, against the local MinIO. The Dockerfile's
+// final stage, built on a stand-in build stage, gives the same image.
 func TestImage(t *testing.T) {
 	s3 := startMinIO(t)
 	tag := buildImage(t)
@@ -198,19 +266,33 @@ func TestImage(t *testing.T) {
 	if h := files["usr/local/bin/dbcanary"]; h != nil && (h.Mode&0o111 == 0 || h.Uid != 0) {
 		t.Errorf("/usr/local/bin/dbcanary mode %o uid %d, want executable and owned by root (not writable by the process)", h.Mode, h.Uid)
 	}
-	var cfg struct {
-		User       string
-		Entrypoint []string
-		Cmd        []string
-		Labels     map[string]string
-	}
-	inspectJSON(t, mustPodman(t, "image", "inspect", "--format", "{{json .Config}}", tag), &cfg)
+	cfg := inspectImageConfig(t, tag)
 	if cfg.User != "65532:65532" || !slices.Equal(cfg.Entrypoint, []string{"/usr/local/bin/dbcanary"}) ||
 		!slices.Equal(cfg.Cmd, []string{"run", "--config.file=/etc/dbcanary/dbcanary.yaml"}) {
 		t.Errorf("image config user %q entrypoint %q cmd %q", cfg.User, cfg.Entrypoint, cfg.Cmd)
 	}
 	if cfg.Labels["org.opencontainers.image.version"] != "image-test" || cfg.Labels["org.opencontainers.image.revision"] != "0123456789abcdef" {
 		t.Errorf("image labels %v: version and revision not from VERSION and REVISION", cfg.Labels)
+	}
+
+	// The Dockerfile's final stage makes the same image: same files (mode,
+	// owner, size), same config.
+	docker := dockerfileImage(t)
+	dfiles := imageFiles(t, docker)
+	for name, h := range files {
+		if d, ok := dfiles[name]; !ok {
+			t.Errorf("the Dockerfile's image lacks %s", name)
+		} else if fileSummary(d) != fileSummary(h) {
+			t.Errorf("%s: Dockerfile's image %s, Containerfile's %s", name, fileSummary(d), fileSummary(h))
+		}
+	}
+	for name := range dfiles {
+		if _, ok := files[name]; !ok {
+			t.Errorf("the Dockerfile's image has %s, the Containerfile's has not", name)
+		}
+	}
+	if dcfg := inspectImageConfig(t, docker); !reflect.DeepEqual(dcfg, cfg) {
+		t.Errorf("image config: Dockerfile's %+v, Containerfile's %+v", dcfg, cfg)
 	}
 
 	// Config and secrets as a pod mounts them: files readable by 65532 only.
