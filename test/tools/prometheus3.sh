@@ -31,8 +31,13 @@ install() {
   rm -rf "$DIR/src"
   cp -r "$src" "$DIR/src"
   chmod -R u+w "$DIR/src"
-  log "prometheus3: building promtool and prometheus (about 6 min cold)"
-  (cd "$DIR/src" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go build -o "$DIR/out/" ./cmd/promtool ./cmd/prometheus)
+  # The module's v0.3MM.P is Prometheus 3.MM.P: stamp it so --version says so.
+  local minor=${VERSION#v0.3} patch=${VERSION##*.}
+  minor=$((10#${minor%%.*}))
+  log "prometheus3: building promtool and prometheus 3.$minor.$patch (about 6 min cold)"
+  (cd "$DIR/src" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go build \
+    -ldflags "-X github.com/prometheus/common/version.Version=3.$minor.$patch -X github.com/prometheus/common/version.Branch=$VERSION" \
+    -o "$DIR/out/" ./cmd/promtool ./cmd/prometheus)
   mv "$DIR/out/promtool" "$PROMTOOL.tmp" && mv "$PROMTOOL.tmp" "$PROMTOOL"
   mv "$DIR/out/prometheus" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
   echo "$VERSION" >"$STAMP"
