@@ -135,7 +135,10 @@ integration: pages-stack
 
 ## pages-stack: the page-quality suite's own stack directory (other ports, see PAGES_ENV); built binaries are shared with the default stack
 pages-stack:
-	@mkdir -p $(PAGES_STACK_DIR) $(DBCANARY_STACK_DIR)/bin && ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin.tmp && mv -Tf $(PAGES_STACK_DIR)/bin.tmp $(PAGES_STACK_DIR)/bin
+	@mkdir -p $(PAGES_STACK_DIR) $(DBCANARY_STACK_DIR)/bin
+	@# A bin/ that is a real directory holds only binaries built again for this stack: the link replaces it.
+	@if [ -d $(PAGES_STACK_DIR)/bin ] && [ ! -L $(PAGES_STACK_DIR)/bin ]; then rm -rf $(PAGES_STACK_DIR)/bin; fi
+	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin
 
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:

@@ -52,7 +52,9 @@ func requiredModules(t *testing.T, root string) []module {
 	if err != nil {
 		t.Fatalf("go mod edit -json: %v", err)
 	}
-	var gomod struct{ Require []struct{ Path, Version string } }
+	var gomod struct {
+		Require []struct{ Path, Version string }
+	}
 	if err := json.Unmarshal(out, &gomod); err != nil {
 		t.Fatal(err)
 	}
