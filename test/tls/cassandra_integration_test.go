@@ -21,8 +21,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // cassandraServerPEM writes the node's PEM keystore for Cassandra's
@@ -76,24 +74,10 @@ func TestCassandraClientEncryption(t *testing.T) {
 	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 
 	cql := freePort(t)
-	env := append(os.Environ(), "DBCANARY_STACK_DIR="+dir, "DBCANARY_CASSANDRA_HEAP_MAX=512M",
+	startPrivate(t, "cassandra", dir,
+		"DBCANARY_CASSANDRA_HEAP_MAX=512M",
 		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", freePort(t)),
 		"DBCANARY_CASSANDRA_TLS_DIR="+tlsDir, "DBCANARY_CASSANDRA_TLS_CLIENT_AUTH=true")
-	script := func(action string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(stack.Dir(), "cassandra.sh"), action)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := script("stop"); err != nil {
-			t.Errorf("stop private node: %v\n%s", err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
-	if out, err := script("start"); err != nil {
-		t.Fatalf("start private TLS node: %v\n%s", err, out)
-	}
 	target := func(name, tlsBlock string) string {
 		return fmt.Sprintf(`  - name: %s
     backend: cassandra
@@ -113,16 +97,7 @@ func TestCassandraClientEncryption(t *testing.T) {
 	}
 
 	cfg := config(t, target("cass-tls", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s}", filepath.Join(tlsDir, "ca.pem"), clientCert, clientKey)))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", cfg, "--web.listen-address", addr)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	addr, logs := startDaemon(t, cfg)
 	want := strconv.FormatInt(server.NotAfter.Unix(), 10)
 	expiry := regexp.MustCompile(`(?m)^dbcanary_tls_earliest_cert_expiry_timestamp_seconds\{backend="cassandra",target="cass-tls"\} (\S+)$`)
 	reads := regexp.MustCompile(`(?m)^dbcanary_op_latency_seconds_count\{backend="cassandra",op="read",result="ok",target="cass-tls"\} ([1-9]\d*)$`)

@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-
-	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // openSearchSecurityVersion is the server version the security tests run: the
@@ -139,24 +137,10 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 	write(t, nocreateFile, []byte(passwords["dbcanary_nocreate"]))
 
 	port := freePort(t)
-	env := append(os.Environ(), "DBCANARY_STACK_DIR="+dir, "DBCANARY_OPENSEARCH_VERSION="+openSearchSecurityVersion,
+	startPrivate(t, "opensearch", dir,
+		"DBCANARY_OPENSEARCH_VERSION="+openSearchSecurityVersion,
 		fmt.Sprintf("DBCANARY_OPENSEARCH_PORT=%d", port), fmt.Sprintf("DBCANARY_OPENSEARCH_TRANSPORT_PORT=%d", freePort(t)),
 		"DBCANARY_OPENSEARCH_SECURITY_DIR="+sec)
-	script := func(action string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(stack.Dir(), "opensearch.sh"), action)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := script("stop"); err != nil {
-			t.Errorf("stop private node: %v\n%s", err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
-	if out, err := script("start"); err != nil {
-		t.Fatalf("start private node with the security plugin: %v\n%s", err, out)
-	}
 	target := func(name, user, passwordFile, tlsBlock string) string {
 		return fmt.Sprintf(`  - name: %s
     backend: opensearch
@@ -178,16 +162,7 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 	ops := []string{"index", "bulk", "search_default", "search_term", "search_phrase", "get", "visibility"}
 	good := "{ca_file: " + caFile + "}"
 	cfg := config(t, target("os-tls", "dbcanary", passFile, good))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", cfg, "--web.listen-address", addr)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	addr, logs := startDaemon(t, cfg)
 	want := strconv.FormatInt(node.NotAfter.Unix(), 10)
 	expiry := regexp.MustCompile(`(?m)^dbcanary_tls_earliest_cert_expiry_timestamp_seconds\{backend="opensearch",target="os-tls"\} (\S+)$`)
 	deadline := time.Now().Add(3 * time.Minute)

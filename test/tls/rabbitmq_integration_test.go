@@ -34,36 +34,11 @@ func privateTLSBroker(t *testing.T, authority *ca) stack.Env {
 		time.Now().Add(-time.Hour), time.Now().Add(30*24*time.Hour).Truncate(time.Second), x509.ExtKeyUsageServerAuth)
 	// Erlang reads the key as the broker's user: root here, but keep it readable.
 	_ = os.Chmod(filepath.Join(tlsDir, "server-key.pem"), 0o644)
-	env := append(os.Environ(), "DBCANARY_STACK_DIR="+dir,
+	env := startPrivate(t, "rabbitmq", dir,
 		fmt.Sprintf("DBCANARY_RABBITMQ_NODENAME=dbcanary-tls%d@localhost", os.Getpid()),
 		fmt.Sprintf("DBCANARY_RABBITMQ_PORT=%d", amqpPort(t)), fmt.Sprintf("DBCANARY_RABBITMQ_DIST_PORT=%d", amqpPort(t)),
 		fmt.Sprintf("DBCANARY_RABBITMQ_TLS_PORT=%d", amqpPort(t)), "DBCANARY_RABBITMQ_TLS_DIR="+tlsDir, "DBCANARY_RABBITMQ_TLS_VERIFY=peer")
-	script := func(action string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(stack.Dir(), "rabbitmq.sh"), action)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := script("stop"); err != nil {
-			t.Errorf("stop private broker: %v\n%s", err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
-	if out, err := script("start"); err != nil {
-		t.Fatalf("start private TLS broker: %v\n%s", err, out)
-	}
-	out, err := script("env")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := stack.Env{}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			e[k] = v
-		}
-	}
-	return e
+	return env
 }
 
 // amqpPort is a free port outside the range rabbitmqctl's own Erlang node uses.
@@ -104,16 +79,7 @@ func TestRabbitMQOverAMQPS(t *testing.T) {
 
 	// The daemon: every op over amqps, and the broker certificate's expiry.
 	cfg := config(t, target("mq-tls", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s}", caFile, clientCert, clientKey)))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", cfg, "--web.listen-address", addr)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	addr, logs := startDaemon(t, cfg)
 	expiry := regexp.MustCompile(`(?m)^dbcanary_tls_earliest_cert_expiry_timestamp_seconds\{backend="rabbitmq",target="mq-tls"\} (\S+)$`)
 	consumed := regexp.MustCompile(`(?m)^dbcanary_op_latency_seconds_count\{backend="rabbitmq",op="consume",result="ok",target="mq-tls"\} ([1-9]\d*)$`)
 	deadline := time.Now().Add(2 * time.Minute)

@@ -226,16 +226,7 @@ func TestS3OverHTTPSCertExpiry(t *testing.T) {
 	m := startMinIO(t, certs)
 
 	cfg := config(t, m.target("s3-tls", "{ca_file: "+caFile+"}"))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", cfg, "--web.listen-address", addr)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	addr, logs := startDaemon(t, cfg)
 
 	want := strconv.FormatInt(leaf.NotAfter.Unix(), 10)
 	expiry := regexp.MustCompile(`(?m)^dbcanary_tls_earliest_cert_expiry_timestamp_seconds\{backend="s3",target="s3-tls"\} (\S+)$`)
