@@ -2,6 +2,7 @@ package opensearch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -208,5 +209,38 @@ func TestMappingCheckNeedsNoExtraPermission(t *testing.T) {
 	}
 	if err := runOp(t, p, OpGet); probes.CauseOf(err) != probes.CauseSetup {
 		t.Fatalf("get refused: cause %q, want setup: %v", probes.CauseOf(err), err)
+	}
+}
+
+// TestTooManyRequestsIsOverload: a 429 that is not a cluster block is the
+// node shedding load; the error says so, names what tripped, and keeps the
+// node's own reason. The real server's answers are in test/compat.
+func TestTooManyRequestsIsOverload(t *testing.T) {
+	p := testProbe(t, "http://127.0.0.1:1", nil)
+	cases := []struct{ body, want string }{
+		{`{"error":{"type":"circuit_breaking_exception","reason":"[parent] Data too large, data for [<http_request>] would be [1234/1.2kb], which is larger than the limit of [1/1b]","bytes_wanted":1234,"bytes_limit":1,"durability":"TRANSIENT"},"status":429}`,
+			"the parent circuit breaker tripped: the store is overloaded"},
+		{`{"error":{"type":"circuit_breaking_exception","reason":"[in_flight_requests] Data too large, data for [<http_request>] would be [5/5b], which is larger than the limit of [1/1b]"},"status":429}`,
+			"the in_flight_requests circuit breaker tripped"},
+		{`{"error":{"type":"rejected_execution_exception","reason":"rejected execution of org.opensearch.common.util.concurrent.TimedRunnable@1 on OpenSearchThreadPoolExecutor[name = node/write, queue capacity = 1]"},"status":429}`,
+			"a thread pool's queue is full: the store is overloaded"},
+		{`{"error":{"type":"es_rejected_execution_exception","reason":"rejected execution of coordinating operation [coordinating_and_primary_bytes=0, replica_bytes=0, all_bytes=0, coordinating_operation_bytes=250, max_coordinating_and_primary_bytes=1]"},"status":429}`,
+			"indexing pressure"},
+		{`<html>429 Too Many Requests</html>`, "or a rate limit in front of it"},
+	}
+	for _, tc := range cases {
+		err := p.httpError("bulk", http.StatusTooManyRequests, []byte(tc.body))
+		if probes.CauseOf(err) != probes.CauseServer || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "HTTP 429") {
+			t.Errorf("429 %s: cause %s, %v; want server containing %q", tc.body, probes.CauseOf(err), err, tc.want)
+		}
+		var eb errorBody
+		if json.Unmarshal([]byte(tc.body), &eb) == nil && eb.Error.Reason != "" && !strings.Contains(err.Error(), eb.Error.Reason[:40]) {
+			t.Errorf("the node's reason is missing: %v", err)
+		}
+	}
+	// A cluster block answered with 429 stays a block, not an overload.
+	err := p.httpError("bulk", http.StatusTooManyRequests, []byte(`{"error":{"type":"cluster_block_exception","reason":"index [x] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"},"status":429}`))
+	if strings.Contains(err.Error(), "overloaded") || !strings.Contains(err.Error(), "blocked") {
+		t.Errorf("flood-stage block: %v", err)
 	}
 }
