@@ -4,12 +4,25 @@
 # CassandraAuthorizer on (superuser cassandra/cassandra) so auth and grants
 # are tested against the same node as the workloads. JMX is off.
 # Usage: cassandra.sh install|start|stop|status|env
+# The settings below default to that single node; test/stack/cassandra-cluster.sh
+# runs several nodes of a cluster with this script (listen address, seeds, ...).
 source "$(dirname "$0")/lib.sh"
 
 VERSION=5.0.9
 PORT=${DBCANARY_CASSANDRA_PORT:-9042}
 STORAGE_PORT=${DBCANARY_CASSANDRA_STORAGE_PORT:-7000}
 HEAP_MAX=${DBCANARY_CASSANDRA_HEAP_MAX:-1G}
+HEAP_MIN=${DBCANARY_CASSANDRA_HEAP_MIN:-256M}
+# Cluster settings (cassandra-cluster.sh): the node's address (a loopback alias
+# such as 127.0.0.2), the seeds (host:storage_port, comma-separated), the
+# address advertised to drivers (a fault proxy in front of the node), whether
+# a new node bootstraps, the cluster name and password authentication.
+LISTEN=${DBCANARY_CASSANDRA_LISTEN:-127.0.0.1}
+SEEDS=${DBCANARY_CASSANDRA_SEEDS:-$LISTEN:$STORAGE_PORT}
+BROADCAST_RPC=${DBCANARY_CASSANDRA_BROADCAST_RPC_ADDRESS:-}
+AUTO_BOOTSTRAP=${DBCANARY_CASSANDRA_AUTO_BOOTSTRAP:-}
+CLUSTER_NAME=${DBCANARY_CASSANDRA_CLUSTER_NAME:-dbcanary-test}
+AUTH=${DBCANARY_CASSANDRA_AUTH:-true}
 # Commit log durability, for the durability ledger's proofs on a private node:
 # periodic (with its period) or batch, and an optional compressor class
 # (LZ4Compressor: segments are then buffered in the process until each sync,
@@ -22,7 +35,7 @@ COMMITLOG_COMPRESSION=${DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION:-}
 # TLS_CLIENT_AUTH=true clients must present a certificate signed by ca.pem.
 TLS_DIR=${DBCANARY_CASSANDRA_TLS_DIR:-}
 TLS_CLIENT_AUTH=${DBCANARY_CASSANDRA_TLS_CLIENT_AUTH:-false}
-SHARED=$STACK_DIR/cassandra-$VERSION # classpath cache, shared by every node
+SHARED=${DBCANARY_CASSANDRA_SHARED_DIR:-$STACK_DIR/cassandra-$VERSION} # classpath cache, shared by every node
 DIR=$STACK_DIR/cassandra
 PIDFILE=$DIR/cassandra.pid
 CPFILE=$SHARED/classpath.txt
@@ -55,17 +68,21 @@ configure() {
   if [ -n "$COMMITLOG_COMPRESSION" ]; then commitlog+=$'\n'"commitlog_compression:"$'\n'"  - class_name: $COMMITLOG_COMPRESSION"; fi
   printf 'cassandra' > "$DIR/password"
   chmod 600 "$DIR/password"
+  local auth='authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer'
+  if [ "$AUTH" != true ]; then auth='authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer'; fi
   cat > "$DIR/cassandra.yaml" <<YAML
-cluster_name: dbcanary-test
+cluster_name: $CLUSTER_NAME
 num_tokens: 1
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:$STORAGE_PORT"
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
+      - seeds: "$SEEDS"
+listen_address: $LISTEN
+rpc_address: $LISTEN
 storage_port: $STORAGE_PORT
 native_transport_port: $PORT
 start_native_transport: true
@@ -76,14 +93,15 @@ file_cache_size: 64MiB
 key_cache_size: 16MiB
 concurrent_compactors: 1
 auto_snapshot: false
-authenticator: PasswordAuthenticator
-authorizer: CassandraAuthorizer
+$auth
 role_manager: CassandraRoleManager
 # Grants changed by tests take effect at once.
 roles_validity: 0ms
 permissions_validity: 0ms
 credentials_validity: 0ms
 YAML
+  if [ -n "$BROADCAST_RPC" ]; then echo "broadcast_rpc_address: $BROADCAST_RPC" >> "$DIR/cassandra.yaml"; fi
+  if [ -n "$AUTO_BOOTSTRAP" ]; then echo "auto_bootstrap: $AUTO_BOOTSTRAP" >> "$DIR/cassandra.yaml"; fi
   if [ -n "$TLS_DIR" ]; then
     [ -f "$TLS_DIR/server.pem" ] && [ -f "$TLS_DIR/ca.pem" ] || die "cassandra: DBCANARY_CASSANDRA_TLS_DIR needs ca.pem and server.pem"
     cat >> "$DIR/cassandra.yaml" <<YAML
@@ -110,8 +128,8 @@ XML
 
 start() {
   install
-  if pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; then log "cassandra: already running"; return 0; fi
-  if port_open 127.0.0.1 "$PORT"; then die "cassandra: port $PORT is taken by another process (set DBCANARY_CASSANDRA_PORT)"; fi
+  if pid_alive "$PIDFILE" && port_open "$LISTEN" "$PORT"; then log "cassandra: already running"; return 0; fi
+  if port_open "$LISTEN" "$PORT"; then die "cassandra: port $PORT is taken by another process (set DBCANARY_CASSANDRA_PORT)"; fi
   configure
   local cp jamm; cp=$(cat "$CPFILE")
   jamm=$(tr ':' '\n' < "$CPFILE" | grep '/jamm-[0-9.]*\.jar$' | head -n1)
@@ -125,7 +143,7 @@ start() {
     java.base/jdk.internal.util.jar java.base/sun.nio.ch java.base/java.io java.base/java.lang.reflect
     java.base/java.lang java.base/java.util jdk.management/com.sun.management.internal
     jdk.compiler/com.sun.tools.javac)
-  local args=(-Xms256M "-Xmx$HEAP_MAX" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError
+  local args=("-Xms$HEAP_MIN" "-Xmx$HEAP_MAX" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError
     -Djdk.attach.allowAttachSelf=true "-javaagent:$jamm"
     -Dcassandra-foreground=yes "-Dcassandra.config=file://$DIR/cassandra.yaml"
     "-Dcassandra.storagedir=$DIR/data" "-Dcassandra.logdir=$DIR/logs" "-Dcassandra.triggers_dir=$DIR/triggers"
@@ -133,34 +151,38 @@ start() {
     -Dcassandra.superuser_setup_delay_ms=0 "-Dlogback.configurationFile=$DIR/logback.xml")
   for e in "${exports[@]}"; do args+=(--add-exports "$e=ALL-UNNAMED"); done
   for o in "${opens[@]}"; do args+=(--add-opens "$o=ALL-UNNAMED"); done
-  log "cassandra: starting $VERSION on 127.0.0.1:$PORT"
+  log "cassandra: starting $VERSION on $LISTEN:$PORT"
   : > "$DIR/logs/system.log"
   nohup java "${args[@]}" -cp "$cp" org.apache.cassandra.service.CassandraDaemon \
     > "$DIR/logs/stdout.log" 2>&1 < /dev/null 9>&- &
   echo $! > "$PIDFILE"
-  if ! wait_port 127.0.0.1 "$PORT" 120 "$PIDFILE"; then
+  if ! wait_port "$LISTEN" "$PORT" 120 "$PIDFILE"; then
     tail -n 30 "$DIR/logs/system.log" "$DIR/logs/stdout.log" >&2 || true
     die "cassandra: did not start (logs above, under $DIR/logs)"
   fi
   # Logins fail until the default superuser exists (a fraction of a second after the port opens).
   local i=0
-  until grep -q 'Created default superuser role' "$DIR/logs/system.log" 2>/dev/null || [ -s "$DIR/data/.superuser-created" ]; do
-    i=$((i + 1)); [ "$i" -ge 150 ] && { log "cassandra: default superuser not reported after 30s (continuing)"; break; }
-    sleep 0.2
-  done
-  touch "$DIR/data/.superuser-created"
+  if [ "$AUTH" = true ]; then
+    until grep -q 'Created default superuser role' "$DIR/logs/system.log" 2>/dev/null || [ -s "$DIR/data/.superuser-created" ]; do
+      i=$((i + 1)); [ "$i" -ge 150 ] && { log "cassandra: default superuser not reported after 30s (continuing)"; break; }
+      sleep 0.2
+    done
+    touch "$DIR/data/.superuser-created"
+  fi
   log "cassandra: ready (pid $(cat "$PIDFILE"))"
 }
 
 stop() { stop_pid "$PIDFILE" cassandra 60; }
 
-status() { pid_alive "$PIDFILE" && port_open 127.0.0.1 "$PORT"; }
+status() { pid_alive "$PIDFILE" && port_open "$LISTEN" "$PORT"; }
 
 env_() {
-  echo "DBCANARY_TEST_CASSANDRA_HOST=127.0.0.1"
+  echo "DBCANARY_TEST_CASSANDRA_HOST=${BROADCAST_RPC:-$LISTEN}"
   echo "DBCANARY_TEST_CASSANDRA_PORT=$PORT"
-  echo "DBCANARY_TEST_CASSANDRA_USER=cassandra"
-  echo "DBCANARY_TEST_CASSANDRA_PASSWORD_FILE=$DIR/password"
+  if [ "$AUTH" = true ]; then
+    echo "DBCANARY_TEST_CASSANDRA_USER=cassandra"
+    echo "DBCANARY_TEST_CASSANDRA_PASSWORD_FILE=$DIR/password"
+  fi
   echo "DBCANARY_TEST_CASSANDRA_DC=datacenter1"
 }
 
