@@ -5,11 +5,14 @@
 package metrics
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
@@ -56,9 +59,9 @@ const (
 
 // Metrics holds every collector; one instance per registry.
 type Metrics struct {
-	Latency       *prometheus.HistogramVec
-	ServiceTime   *prometheus.HistogramVec
-	Phase         *prometheus.HistogramVec
+	Latency       *histFamily
+	ServiceTime   *histFamily
+	Phase         *histFamily
 	Failures      *prometheus.CounterVec
 	Up            *prometheus.GaugeVec
 	Misconfigured *prometheus.GaugeVec
@@ -71,12 +74,13 @@ type Metrics struct {
 	ReloadSuccess   prometheus.Gauge
 	ReloadTimestamp prometheus.Gauge
 	Targets         prometheus.Gauge
+
+	opt Options
 }
 
 func histogramOpts(name, help string) prometheus.HistogramOpts {
 	return prometheus.HistogramOpts{
 		Namespace: namespace, Name: name, Help: help,
-		Buckets: LatencyBuckets,
 		// Native histogram: ~10 % relative resolution, bounded bucket count.
 		NativeHistogramBucketFactor:     1.1,
 		NativeHistogramMaxBucketNumber:  160,
@@ -84,17 +88,22 @@ func histogramOpts(name, help string) prometheus.HistogramOpts {
 	}
 }
 
-// New creates the metrics and registers them, with the Go and process
-// collectors and dbcanary_build_info, on reg.
-func New(reg prometheus.Registerer) *Metrics {
+// New creates the metrics with the shipped histogram layout (Compact) and
+// registers them, with the Go and process collectors and
+// dbcanary_build_info, on reg.
+func New(reg prometheus.Registerer) *Metrics { return NewWith(reg, Options{}) }
+
+// NewWith is New with options (Full classic histograms).
+func NewWith(reg prometheus.Registerer, opt Options) *Metrics {
 	m := &Metrics{
-		Latency: prometheus.NewHistogramVec(histogramOpts("op_latency_seconds",
+		opt: opt,
+		Latency: newHistFamily(histogramOpts("op_latency_seconds",
 			"Time from an op's intended start (its slot in the open-loop schedule) to its end: includes any wait for a free in-flight slot, so stalls are not hidden."),
 			[]string{"target", "backend", "op", "result"}),
-		ServiceTime: prometheus.NewHistogramVec(histogramOpts("op_service_time_seconds",
+		ServiceTime: newHistFamily(histogramOpts("op_service_time_seconds",
 			"Time from the moment an op's request was actually sent to its end."),
 			[]string{"target", "backend", "op", "result"}),
-		Phase: prometheus.NewHistogramVec(histogramOpts("op_phase_seconds",
+		Phase: newHistFamily(histogramOpts("op_phase_seconds",
 			"Named parts of an op (S3 first_byte/last_byte, RabbitMQ end_to_end, ...), successful ops only."),
 			[]string{"target", "backend", "op", "phase"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "op_failures_total",
@@ -154,7 +163,11 @@ func (m *Metrics) DeleteTarget(target string) {
 	m.CertExpiry.DeletePartialMatch(l)
 }
 
-// OpObservers are an op's pre-resolved series, so the hot path does no label lookup.
+// OpObservers are an op's series, resolved once, so the hot path does no
+// label lookup. Series a healthy op never touches (error latency and service
+// time, the failure causes no alert selects by name, a byte direction the op
+// does not move) are created on first use (Lazy), not at zero up front: that
+// keeps the series count of a fleet of healthy canaries small (docs/sizing.md).
 type OpObservers struct {
 	LatencyOK, LatencyErr prometheus.Observer
 	ServiceOK, ServiceErr prometheus.Observer
@@ -165,24 +178,85 @@ type OpObservers struct {
 	Phases                map[string]prometheus.Observer
 }
 
-// ForOp resolves (and thereby creates, at zero) every series of one op.
+// EagerCauses are the failure causes created at zero with the op: the ones an
+// alert selects by name and must see from their first occurrence (a counter
+// that appears at 1 has no increase() until it moves again). The others are
+// created on first use, so an op's first failure of such a cause is missing
+// from increase() and rate(); the alerts that read them (error ratio, error
+// budget) need many failures anyway. Backlog also keeps the error-budget
+// ratio's numerator present (at 0) for a healthy target.
+var EagerCauses = []probes.Cause{probes.CauseNotFound, probes.CauseMismatch, probes.CauseLost, probes.CauseBacklog}
+
+// ForOp resolves an op's series: those a healthy op updates (ok latency,
+// service time and phases, the eager causes, last success) are created at
+// zero now, the rest on first use.
 func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObservers {
 	o := &OpObservers{
 		Failures: make(map[probes.Cause]prometheus.Counter, len(probes.Causes)),
 		Phases:   make(map[string]prometheus.Observer, len(phases)),
 	}
-	o.LatencyOK = m.Latency.WithLabelValues(target, backend, op, ResultOK)
-	o.LatencyErr = m.Latency.WithLabelValues(target, backend, op, ResultError)
-	o.ServiceOK = m.ServiceTime.WithLabelValues(target, backend, op, ResultOK)
-	o.ServiceErr = m.ServiceTime.WithLabelValues(target, backend, op, ResultError)
+	lat := m.Latency.vec(m.opt.bounds(backend, op, ""))
+	svc := m.ServiceTime.vec(m.opt.serviceBounds())
+	full := m.opt.Histograms == Full
+	o.LatencyOK = lat.WithLabelValues(target, backend, op, ResultOK)
+	latErr := &lazyObserver{vec: lat, lvs: []string{target, backend, op, ResultError}}
+	o.ServiceOK = svc.WithLabelValues(target, backend, op, ResultOK)
+	svcErr := &lazyObserver{vec: svc, lvs: []string{target, backend, op, ResultError}}
+	o.LatencyErr, o.ServiceErr = latErr, svcErr
 	for _, c := range probes.Causes {
-		o.Failures[c] = m.Failures.WithLabelValues(target, backend, op, string(c))
+		lc := &lazyCounter{vec: m.Failures, lvs: []string{target, backend, op, string(c)}}
+		if full || slices.Contains(EagerCauses, c) {
+			lc.get()
+		}
+		o.Failures[c] = lc
 	}
 	o.LastSuccess = m.LastSuccess.WithLabelValues(target, backend, op)
-	o.BytesSent = m.Bytes.WithLabelValues(target, backend, op, "sent")
-	o.BytesReceived = m.Bytes.WithLabelValues(target, backend, op, "received")
+	sent := &lazyCounter{vec: m.Bytes, lvs: []string{target, backend, op, "sent"}}
+	received := &lazyCounter{vec: m.Bytes, lvs: []string{target, backend, op, "received"}}
+	o.BytesSent, o.BytesReceived = sent, received
+	if full { // every series at zero up front, as before the series budget
+		latErr.get()
+		svcErr.get()
+		sent.get()
+		received.get()
+	}
 	for _, p := range phases {
-		o.Phases[p] = m.Phase.WithLabelValues(target, backend, op, p)
+		o.Phases[p] = m.Phase.vec(m.opt.bounds(backend, op, p)).WithLabelValues(target, backend, op, p)
 	}
 	return o
 }
+
+// lazyObserver creates its histogram series on the first observation.
+type lazyObserver struct {
+	once sync.Once
+	vec  *prometheus.HistogramVec
+	lvs  []string
+	o    prometheus.Observer
+}
+
+func (l *lazyObserver) get() prometheus.Observer {
+	l.once.Do(func() { l.o = l.vec.WithLabelValues(l.lvs...) })
+	return l.o
+}
+
+func (l *lazyObserver) Observe(v float64) { l.get().Observe(v) }
+
+// lazyCounter creates its counter series on first use.
+type lazyCounter struct {
+	once sync.Once
+	vec  *prometheus.CounterVec
+	lvs  []string
+	c    prometheus.Counter
+}
+
+func (l *lazyCounter) get() prometheus.Counter {
+	l.once.Do(func() { l.c = l.vec.WithLabelValues(l.lvs...) })
+	return l.c
+}
+
+func (l *lazyCounter) Inc()                                { l.get().Inc() }
+func (l *lazyCounter) Add(v float64)                       { l.get().Add(v) }
+func (l *lazyCounter) Desc() *prometheus.Desc              { return l.get().Desc() }
+func (l *lazyCounter) Write(out *dto.Metric) error         { return l.get().Write(out) }
+func (l *lazyCounter) Describe(ch chan<- *prometheus.Desc) { l.get().Describe(ch) }
+func (l *lazyCounter) Collect(ch chan<- prometheus.Metric) { l.get().Collect(ch) }
