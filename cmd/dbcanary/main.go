@@ -174,15 +174,16 @@ func loadConfig(g *globalFlags, stderr io.Writer) (*config.Config, error) {
 	if err == nil {
 		return cfg, nil
 	}
-	var errs config.Errors
-	if !errors.As(err, &errs) {
-		errs = config.Errors{err}
+	errs := []error{err}
+	joined, isList := err.(interface{ Unwrap() []error }) // config.Parse joins every problem
+	if isList {
+		errs = joined.Unwrap()
 	}
 	if logger, lerr := newLogger(g, stderr); lerr == nil && g.logFormat == "json" {
 		for _, e := range errs {
 			logger.Error("invalid configuration", "file", file, "err", e.Error())
 		}
-	} else if len(errs) == 1 && !errors.As(err, new(config.Errors)) {
+	} else if !isList {
 		fmt.Fprintf(stderr, "%s: %s\n", file, err)
 	} else {
 		fmt.Fprintf(stderr, "%s: %d error(s):\n", file, len(errs))

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,17 +98,6 @@ var (
 	reserved     = []string{"target", "backend", "op", "result", "cause", "phase", "direction", "instance", "job", "vantage"}
 )
 
-// Errors is every problem found in a config; it prints one per line.
-type Errors []error
-
-func (e Errors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "\n")
-}
-
 // LoadFile reads and validates a config file.
 func LoadFile(file string) (*Config, error) {
 	f, err := os.Open(file)
@@ -130,61 +120,74 @@ func LoadFile(file string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse decodes, defaults and validates a config. On error it returns Errors.
+// Parse decodes, defaults and validates a config. On error it returns every
+// problem at once, joined (errors.Join): each names its path, and its line
+// for a YAML-level problem.
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && err != io.EOF {
-		return nil, Errors{fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))}
+		return nil, errors.Join(fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err)))
 	}
 	// A second document after "---" would otherwise be silently ignored.
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, Errors{fmt.Errorf("line %d: the config holds more than one YAML document (a second one starts here): merge them into one", extra.Line)}
+		return nil, errors.Join(fmt.Errorf("line %d: the config holds more than one YAML document (a second one starts here): merge them into one", extra.Line))
 	} else if err != io.EOF {
-		return nil, Errors{fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))}
+		return nil, errors.Join(fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err)))
 	}
-	cfg := &Config{Global: DefaultGlobal}
-	var errs []error
 	if len(root.Content) == 0 {
-		return nil, Errors{errors.New("config is empty: it needs a targets list")}
+		return nil, errors.Join(errors.New("config is empty: it needs a targets list"))
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return nil, Errors{fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line)}
+		return nil, errors.Join(fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line))
 	}
-	var targetsNode *yaml.Node
-	seen := keyLines{}
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		k, v := doc.Content[i], doc.Content[i+1]
-		if err := seen.add(k.Value, k); err != nil {
-			errs = append(errs, err)
-			continue
+	// yaml.v3 finds the unknown keys, keys set twice and values of the wrong
+	// type; each target's share is reported with that target's other problems.
+	var errs []error
+	perTarget := map[int][]problem{}
+	var targetsProblems []problem
+	globalBad := false
+	for _, p := range strictProblems(data, &root) {
+		var i int
+		switch {
+		case p.path == "targets":
+			targetsProblems = append(targetsProblems, p)
+		case targetIndex(p.path, &i):
+			perTarget[i] = append(perTarget[i], p)
+		default:
+			globalBad = globalBad || p.path == "global" || strings.HasPrefix(p.path, "global.")
+			errs = append(errs, p.err())
 		}
-		switch k.Value {
+	}
+	cfg := &Config{Global: DefaultGlobal}
+	var targetsNode *yaml.Node
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		switch k, v := doc.Content[i], doc.Content[i+1]; k.Value {
 		case "global":
-			before := len(errs)
-			checkNode(v, reflectType[Global](), "global", &errs)
-			if len(errs) == before {
-				if err := v.Decode(&cfg.Global); err != nil {
-					errs = append(errs, fmt.Errorf("global: %s", cleanYAMLError(err)))
-				}
+			if !globalBad {
+				_ = v.Decode(&cfg.Global) // yaml.v3 found no problem in it
 			}
 		case "targets":
 			targetsNode = v
-		default:
-			errs = append(errs, unknownField(k.Value, k, map[string]reflectTypeT{"global": nil, "targets": nil}))
 		}
 	}
 	errs = append(errs, cfg.Global.validate()...)
-	if targetsNode == nil {
+	switch {
+	case targetsNode == nil:
 		errs = append(errs, errors.New("targets: missing: list at least one target"))
-	} else if targetsNode.Kind != yaml.SequenceNode {
+	case len(targetsProblems) > 0:
+		for _, p := range targetsProblems {
+			errs = append(errs, p.err())
+		}
+	case targetsNode.Kind != yaml.SequenceNode:
+		// An alias to a list: yaml.v3 decodes it, but a target's path would not be its own.
 		errs = append(errs, fmt.Errorf("targets: line %d: expected a list, got %s", targetsNode.Line, kindName(targetsNode)))
-	} else {
+	default:
 		names := map[string]int{}
 		for i, tn := range targetsNode.Content {
-			t, terrs := decodeTarget(tn, i, cfg.Global)
+			t, terrs := decodeTarget(tn, i, cfg.Global, perTarget[i])
 			errs = append(errs, terrs...)
 			if t.Name != "" {
 				if j, dup := names[t.Name]; dup {
@@ -196,9 +199,24 @@ func Parse(data []byte) (*Config, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, Errors(errs)
+		return nil, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// targetIndex reports whether path is inside targets[i], and sets i.
+func targetIndex(path string, i *int) bool {
+	rest, ok := strings.CutPrefix(path, "targets[")
+	if !ok {
+		return false
+	}
+	n, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return false
+	}
+	v, err := strconv.Atoi(n)
+	*i = v
+	return err == nil
 }
 
 func (g *Global) validate() []error {
@@ -244,50 +262,55 @@ func DefaultInstanceID() string {
 	return s
 }
 
-func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
+// decodeTarget decodes and validates targets[i]; problems are the ones
+// yaml.v3 found in it.
+func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []error) {
 	p := fmt.Sprintf("targets[%d]", i)
 	var errs []error
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	if n.Kind != yaml.MappingNode {
-		return Target{}, []error{fmt.Errorf("%s: line %d: expected a mapping, got %s", p, n.Line, kindName(n))}
+		for _, pr := range problems {
+			errs = append(errs, pr.err())
+		}
+		return Target{}, errs
 	}
 	// The target's own keys are decoded into Target; a backend's section
 	// (the key named after it) into that backend's config.
 	generic := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line}
 	sections := map[string]*yaml.Node{}
-	sectionLines := keyLines{}
+	sectionLines := map[string]int{}
 	fields := yamlFields(reflectType[Target]())
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
 		if _, ok := fields[k.Value]; ok {
 			generic.Content = append(generic.Content, k, v)
-			continue
+		} else if _, ok := probes.Lookup(k.Value); ok {
+			sections[k.Value], sectionLines[k.Value] = v, k.Line
 		}
-		if _, ok := probes.Lookup(k.Value); ok {
-			if err := sectionLines.add(p+"."+k.Value, k); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			sections[k.Value] = v
-			continue
-		}
-		all := map[string]reflectTypeT{}
-		for f := range fields {
-			all[f] = nil
-		}
-		for _, b := range probes.Names() {
-			all[b] = nil
-		}
-		errs = append(errs, unknownField(p+"."+k.Value, k, all))
 	}
-	var t Target
-	before := len(errs)
-	checkNode(generic, reflectType[Target](), p, &errs)
-	if len(errs) > before {
+	// A section's problems wait until the backend is known: those of a
+	// section for another backend would only repeat that it does not match.
+	inSection := func(pr problem) string {
+		for name := range sections {
+			if sp := p + "." + name; pr.path == sp || strings.HasPrefix(pr.path, sp+".") || strings.HasPrefix(pr.path, sp+"[") {
+				return name
+			}
+		}
+		return ""
+	}
+	stop := false
+	for _, pr := range problems {
+		if inSection(pr) == "" {
+			errs = append(errs, pr.err())
+			stop = stop || !pr.unknownKey
+		}
+	}
+	if stop {
 		return Target{}, errs // later checks would only repeat these problems
 	}
+	var t Target
 	if err := generic.Decode(&t); err != nil {
 		return Target{}, append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
 	}
@@ -328,16 +351,20 @@ func decodeTarget(n *yaml.Node, i int, g Global) (Target, []error) {
 		errs = append(errs, fmt.Errorf("%s.backend: unknown backend %q (known: %s)", p, t.Backend, strings.Join(probes.Names(), ", ")))
 		return t, errs
 	}
-	for name, line := range sectionLines {
+	for _, name := range slices.Sorted(maps.Keys(sectionLines)) {
 		if name != t.Backend {
-			errs = append(errs, fmt.Errorf("%s.%s: line %d: section does not match backend %q", p, name, line, t.Backend))
+			errs = append(errs, fmt.Errorf("%s.%s: line %d: section does not match backend %q", p, name, sectionLines[name], t.Backend))
 		}
 	}
 	t.Probe = b.NewConfig()
 	sp := p + "." + t.Backend
 	if sn := sections[t.Backend]; sn != nil {
 		before := len(errs)
-		checkNode(sn, reflectTypeOf(t.Probe), sp, &errs)
+		for _, pr := range problems {
+			if inSection(pr) == t.Backend {
+				errs = append(errs, pr.err())
+			}
+		}
 		if len(errs) > before {
 			return t, errs
 		}

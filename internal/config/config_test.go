@@ -154,10 +154,11 @@ func TestBadConfigs(t *testing.T) {
 			if err == nil {
 				t.Fatal("config accepted")
 			}
-			errs, ok := err.(Errors)
+			j, ok := err.(interface{ Unwrap() []error })
 			if !ok {
-				t.Fatalf("error is %T, not Errors: %v", err, err)
+				t.Fatalf("error is %T, not joined: %v", err, err)
 			}
+			errs := j.Unwrap()
 			var got []string
 			for _, e := range errs {
 				got = append(got, e.Error())

@@ -6,11 +6,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-type reflectTypeT = reflect.Type
-
 func reflectType[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }
-
-func reflectTypeOf(v any) reflect.Type { return reflect.TypeOf(v) }
 
 // Dump renders the effective config: defaults filled in, every op with its
 // resolved rate and timeout. It holds no secret values: configs only ever name

@@ -93,7 +93,7 @@ targets:
 }
 
 // FuzzParse feeds the loader arbitrary bytes: it must never panic, must
-// reject with Errors, and every config it accepts must dump to a config that
+// reject with every problem joined, and every config it accepts must dump to a config that
 // parses back to the same dump (the dump is a fixed point).
 //
 //	go test -run '^$' -fuzz FuzzParse -fuzztime 30s -parallel 1 ./internal/config/
@@ -117,10 +117,11 @@ func FuzzParse(f *testing.F) {
 		}
 		cfg, err := Parse(data)
 		if err != nil {
-			errs, ok := err.(Errors)
-			if !ok || len(errs) == 0 {
-				t.Fatalf("rejected with %T %v, want a non-empty Errors", err, err)
+			j, ok := err.(interface{ Unwrap() []error })
+			if !ok || len(j.Unwrap()) == 0 {
+				t.Fatalf("rejected with %T %v, want errors.Join of every problem", err, err)
 			}
+			errs := j.Unwrap()
 			for _, e := range errs {
 				if e == nil || e.Error() == "" {
 					t.Fatalf("empty error in %q", errs)

@@ -1,114 +1,111 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dbcanary/dbcanary/probes"
 )
 
-// checkNode walks a YAML node against the Go type it will be decoded into and
-// reports, with their path and line, unknown or duplicate keys and values of
-// the wrong type, with the exact messages test/hostile pins (a "did you mean"
-// for a near miss, the section path of a nested key). yaml.v3's KnownFields
-// reports unknown keys with their line but not the section path, nor a hint.
-func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+// problem is one unknown key, key set twice or value of the wrong type that
+// yaml.v3 found, with the path of the node it is about.
+type problem struct {
+	path string
+	line int
+	msg  string
+	// unknownKey marks an unknown key, the one problem after which a
+	// target's other checks still run.
+	unknownKey bool
+}
+
+func (p problem) err() error {
+	if p.path == "" {
+		return fmt.Errorf("line %d: %s", p.line, p.msg)
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	return fmt.Errorf("%s: line %d: %s", p.path, p.line, p.msg)
+}
+
+// strictProblems decodes the whole file with yaml.v3's KnownFields(true)
+// into documentType, only to collect every problem the library reports (it
+// goes on after each one), and gives each the path of its node in doc (the
+// same file, already parsed) with the messages test/hostile pins: a "did you
+// mean" for a near miss, "expected a list/mapping" for a value of the wrong
+// shape. yaml.v3 gives a line but no path; the path comes from the node at
+// that line that the message is about.
+func strictProblems(data []byte, doc *yaml.Node) []problem {
+	t := documentType()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(reflect.New(t).Interface())
+	if err == nil {
+		return nil
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return
+	idx := indexNodes(doc)
+	types := structTypes(t)
+	te, ok := err.(*yaml.TypeError)
+	if !ok {
+		// Only an Unmarshaler returning a plain error gets here: it has no position.
+		return []problem{{msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
-	if isLeaf(t) {
-		v := reflect.New(t)
-		if err := n.Decode(v.Interface()); err != nil {
-			*errs = append(*errs, fmt.Errorf("%s: line %d: %s", path, n.Line, cleanYAMLError(err)))
+	out := make([]problem, 0, len(te.Errors))
+	for _, m := range te.Errors {
+		out = append(out, idx.locate(m, types))
+	}
+	return out
+}
+
+// documentType is the file's shape as one Go type: global, and targets whose
+// elements hold a Target's own keys and one optional section per backend.
+func documentType() reflect.Type {
+	fields := []reflect.StructField{{Name: "Target", Type: reflectType[Target](), Tag: `yaml:",inline"`}}
+	for i, name := range probes.Names() {
+		b, _ := probes.Lookup(name)
+		fields = append(fields, reflect.StructField{
+			Name: fmt.Sprintf("Backend%d", i),
+			Type: reflect.TypeOf(b.NewConfig()),
+			Tag:  reflect.StructTag(fmt.Sprintf("yaml:%q", name)),
+		})
+	}
+	return reflect.StructOf([]reflect.StructField{
+		{Name: "Global", Type: reflectType[Global](), Tag: `yaml:"global"`},
+		{Name: "Targets", Type: reflect.SliceOf(reflect.StructOf(fields)), Tag: `yaml:"targets"`},
+	})
+}
+
+// structTypes maps the name yaml.v3 prints for each struct type reachable
+// from t to its YAML keys, for the "did you mean" of an unknown key.
+func structTypes(t reflect.Type) map[string][]string {
+	out := map[string][]string{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Array {
+			t = t.Elem()
 		}
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			*errs = append(*errs, fmt.Errorf("%s: line %d: expected a mapping, got %s", path, n.Line, kindName(n)))
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		if _, done := out[t.String()]; done {
 			return
 		}
 		fields := yamlFields(t)
-		seen := keyLines{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			if err := seen.add(p, k); err != nil {
-				*errs = append(*errs, err)
-				continue
-			}
-			ft, ok := fields[k.Value]
-			if !ok {
-				*errs = append(*errs, unknownField(p, k, fields))
-				continue
-			}
-			checkNode(v, ft, p, errs)
+		out[t.String()] = nil
+		names := make([]string, 0, len(fields))
+		for n, ft := range fields {
+			names = append(names, n)
+			walk(ft)
 		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			*errs = append(*errs, fmt.Errorf("%s: line %d: expected a list, got %s", path, n.Line, kindName(n)))
-			return
-		}
-		for i, c := range n.Content {
-			checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
-		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			*errs = append(*errs, fmt.Errorf("%s: line %d: expected a mapping, got %s", path, n.Line, kindName(n)))
-			return
-		}
-		seen := keyLines{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			if err := seen.add(p, k); err != nil {
-				*errs = append(*errs, err)
-				continue
-			}
-			checkNode(k, t.Key(), p, errs)
-			checkNode(v, t.Elem(), p, errs)
-		}
+		sort.Strings(names)
+		out[t.String()] = names
 	}
-}
-
-// keyLines is the line each key of one mapping was first set on: the one
-// check for a key set twice, wherever the loader walks a mapping.
-type keyLines map[string]int
-
-// add records key k, reported as path, and returns the duplicate-key error
-// if k was already set.
-func (s keyLines) add(path string, k *yaml.Node) error {
-	if line, dup := s[k.Value]; dup {
-		return fmt.Errorf("%s: line %d: duplicate key (first set on line %d)", path, k.Line, line)
-	}
-	s[k.Value] = k.Line
-	return nil
-}
-
-var durationType = reflect.TypeOf(time.Duration(0))
-
-func isLeaf(t reflect.Type) bool {
-	if t == durationType {
-		return true
-	}
-	if reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Slice, reflect.Map:
-		return false
-	}
-	return true
+	walk(t)
+	return out
 }
 
 // yamlFields maps YAML keys to field types, following `,inline` structs.
@@ -119,8 +116,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() {
 			continue
 		}
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" {
 			continue
 		}
@@ -138,16 +134,127 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-func unknownField(path string, k *yaml.Node, fields map[string]reflect.Type) error {
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		names = append(names, n)
+// located is a node of the file with its path; key is set for a mapping key.
+type located struct {
+	path string
+	node *yaml.Node
+	key  bool
+}
+
+// nodeIndex is every node of the file by line, in document order. Aliases
+// are not followed: a problem inside an anchor is reported where it is written.
+type nodeIndex map[int][]located
+
+func indexNodes(doc *yaml.Node) nodeIndex {
+	idx := nodeIndex{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		if path != "" { // the top mapping is checked before (Parse)
+			idx[n.Line] = append(idx[n.Line], located{path: path, node: n})
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := join(path, k.Value)
+				idx[k.Line] = append(idx[k.Line], located{path: p, node: k, key: true})
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
 	}
-	sort.Strings(names)
-	if s := closest(k.Value, names); s != "" {
-		return fmt.Errorf("%s: line %d: unknown field %q (did you mean %q?)", path, k.Line, k.Value, s)
+	for _, n := range doc.Content { // doc is the document node
+		walk(n, "")
 	}
-	return fmt.Errorf("%s: line %d: unknown field %q (known: %s)", path, k.Line, k.Value, strings.Join(names, ", "))
+	return idx
+}
+
+var (
+	lineRE      = regexp.MustCompile(`^line (\d+)(?: column (\d+))?: (.*)$`)
+	notFoundRE  = regexp.MustCompile(`^field (.+) not found in type (.+)$`)
+	duplicateRE = regexp.MustCompile(`^mapping key (".*") already defined at line (\d+)$`)
+	typeRE      = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
+)
+
+// locate turns one of yaml.v3's messages ("line 7: field hots not found in
+// type cassandra.Config") into a problem with its path and our wording.
+// An Unmarshaler of ours may give "line L column C: ..." to name its node
+// exactly (see probes/s3 Size).
+func (idx nodeIndex) locate(m string, types map[string][]string) problem {
+	sm := lineRE.FindStringSubmatch(m)
+	if sm == nil {
+		return problem{msg: m}
+	}
+	line, _ := strconv.Atoi(sm[1])
+	msg := sm[3]
+	find := func(match func(located) bool) (located, bool) {
+		for _, l := range idx[line] {
+			if match(l) {
+				return l, true
+			}
+		}
+		return located{}, false
+	}
+	if sm[2] != "" {
+		col, _ := strconv.Atoi(sm[2])
+		if l, ok := find(func(l located) bool { return !l.key && l.node.Column == col }); ok {
+			return problem{path: l.path, line: line, msg: msg}
+		}
+	}
+	if f := notFoundRE.FindStringSubmatch(msg); f != nil {
+		if l, ok := find(func(l located) bool { return l.key && l.node.Value == f[1] }); ok {
+			return problem{path: l.path, line: line, msg: unknownField(f[1], types[f[2]]), unknownKey: true}
+		}
+	}
+	if f := duplicateRE.FindStringSubmatch(msg); f != nil {
+		key, _ := strconv.Unquote(f[1])
+		if l, ok := find(func(l located) bool { return l.key && l.node.Value == key }); ok {
+			return problem{path: l.path, line: line, msg: fmt.Sprintf("duplicate key (first set on line %s)", f[2])}
+		}
+	}
+	if f := typeRE.FindStringSubmatch(msg); f != nil {
+		l, ok := find(func(l located) bool {
+			return !l.key && l.node.ShortTag() == f[1] && (f[2] == "" || truncated(l.node.Value) == f[2])
+		})
+		if ok {
+			return problem{path: l.path, line: line, msg: shapeMessage(msg, f[3], l.node, types)}
+		}
+	}
+	if l, ok := find(func(l located) bool { return !l.key }); ok {
+		return problem{path: l.path, line: line, msg: msg}
+	}
+	return problem{line: line, msg: msg}
+}
+
+// truncated is how yaml.v3 quotes a value in "cannot unmarshal".
+func truncated(v string) string {
+	if len(v) > 10 {
+		return v[:7] + "..."
+	}
+	return v
+}
+
+// shapeMessage says "expected a list" or "expected a mapping" when a value
+// has the wrong shape, and keeps yaml.v3's message for a wrong scalar.
+func shapeMessage(msg, goType string, n *yaml.Node, types map[string][]string) string {
+	_, isStruct := types[goType]
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "expected a list, got " + kindName(n)
+	case strings.HasPrefix(goType, "map["), isStruct:
+		return "expected a mapping, got " + kindName(n)
+	}
+	return msg
+}
+
+func unknownField(key string, names []string) string {
+	if s := closest(key, names); s != "" {
+		return fmt.Sprintf("unknown field %q (did you mean %q?)", key, s)
+	}
+	return fmt.Sprintf("unknown field %q (known: %s)", key, strings.Join(names, ", "))
 }
 
 // closest returns the candidate within edit distance 2 of s, if any.
@@ -202,18 +309,8 @@ func kindName(n *yaml.Node) string {
 	return "something else"
 }
 
-// cleanYAMLError turns "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!str `x` into int"
-// into "cannot unmarshal !!str `x` into int".
+// cleanYAMLError turns "yaml: line 3: did not find expected node content"
+// into "line 3: did not find expected node content".
 func cleanYAMLError(err error) string {
-	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
-		msgs := make([]string, len(te.Errors))
-		for i, m := range te.Errors {
-			if _, rest, ok := strings.Cut(m, ": "); ok && strings.HasPrefix(m, "line ") {
-				m = rest
-			}
-			msgs[i] = m
-		}
-		return strings.Join(msgs, "; ")
-	}
 	return strings.TrimPrefix(err.Error(), "yaml: ")
 }

@@ -144,14 +144,20 @@ func ParseSize(text string) (Size, error) {
 // UnmarshalYAML accepts "4KiB" and 4096.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("a size must be a scalar such as 4KiB") // the loader adds the path and line
+		return sizeError(n, "a size must be a scalar such as 4KiB")
 	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return err // the loader adds the path and line
+		return sizeError(n, err.Error())
 	}
 	*s = v
 	return nil
+}
+
+// sizeError is a yaml.TypeError, so decoding goes on and reports every
+// problem; the column lets internal/config name this node's path exactly.
+func sizeError(n *yaml.Node, msg string) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %s", n.Line, n.Column, msg)}}
 }
 
 // MarshalYAML writes the unit form, for `dbcanary --dumpconfig`.

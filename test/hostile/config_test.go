@@ -1,7 +1,6 @@
 package hostile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,10 +228,11 @@ func parseErrors(t *testing.T, yaml string) []string {
 	if err == nil {
 		t.Fatal("config accepted")
 	}
-	var errs config.Errors
-	if !errors.As(err, &errs) {
-		t.Fatalf("error is %T, not config.Errors: %v", err, err)
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error is %T, not every problem joined: %v", err, err)
 	}
+	errs := j.Unwrap()
 	got := make([]string, len(errs))
 	for i, e := range errs {
 		got[i] = e.Error()
