@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/probes"
 	_ "github.com/dbcanary/dbcanary/probes/noop"
 )
@@ -220,9 +221,15 @@ targets:
 	if up := h.Value(t, "dbcanary_target_up", enginetest.L{"target": "corrupt"}); up != 1 {
 		t.Errorf("mismatch failures: up = %v, want 1", up)
 	}
-	// Every cause series exists from the start, so rate() works before the first failure.
-	if n := len(h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": "bad"})); n != len(probes.Causes) {
-		t.Errorf("failure series = %d, want one per cause (%d)", n, len(probes.Causes))
+	// The causes an alert selects by name exist from the start (increase()
+	// sees their first failure); the others appear on first use.
+	for _, c := range metrics.EagerCauses {
+		if len(h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": "bad", "cause": string(c)})) != 1 {
+			t.Errorf("no %s series before the first %s failure", c, c)
+		}
+	}
+	if n := len(h.Find(t, "dbcanary_op_failures_total", enginetest.L{"target": "bad"})); n != len(metrics.EagerCauses)+1 {
+		t.Errorf("failure series = %d, want the eager causes (%d) and auth", n, len(metrics.EagerCauses))
 	}
 }
 
