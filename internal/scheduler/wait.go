@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Waking up on time.
@@ -31,7 +33,7 @@ import (
 // wake-up, and the runtime's sysmon polling while a thread is in a blocking
 // syscall): 3000 waits/s cost ~20 % of a core instead of ~5 %. The precise
 // phase therefore also has a rate budget, MaxPreciseRate per second across
-// the process (a GCRA limiter): a canary's handful of targets at 1-10 ops/s
+// the process (a token bucket, golang.org/x/time/rate): a canary's handful of targets at 1-10 ops/s
 // all wake on time, while a daemon with hundreds of targets spends at most
 // ~0.6 % of a core on precision and wakes the rest on the plain timer.
 
@@ -52,29 +54,10 @@ const (
 	preciseBurst   = 20
 )
 
-// preciseTAT is the GCRA limiter's theoretical arrival time (ns since the
-// process's clock origin) of the precise phase's rate budget.
-var preciseTAT atomic.Int64
+// preciseBudget is the precise phase's rate budget across the process.
+var preciseBudget = newPreciseBudget()
 
-// clockOrigin makes monotonic readings into int64 ns for preciseTAT.
-var clockOrigin = time.Now()
-
-// allowPrecise takes one wait from the rate budget, or reports that there is
-// none left now.
-func allowPrecise() bool {
-	const interval = int64(time.Second) / MaxPreciseRate
-	now := int64(time.Since(clockOrigin))
-	for {
-		tat := preciseTAT.Load()
-		next := max(tat, now) + interval
-		if next-now > interval*preciseBurst {
-			return false
-		}
-		if preciseTAT.CompareAndSwap(tat, next) {
-			return true
-		}
-	}
-}
+func newPreciseBudget() *rate.Limiter { return rate.NewLimiter(MaxPreciseRate, preciseBurst) }
 
 // preciseGate is the process-wide semaphore of the precise phase.
 var preciseGate = make(chan struct{}, MaxPrecise)
@@ -140,7 +123,7 @@ func (w *Waiter) Until(ctx context.Context, t time.Time) bool {
 			if d > Lead {
 				wait = d - Lead
 			} else {
-				if allowPrecise() {
+				if preciseBudget.Allow() {
 					select {
 					case w.gate <- struct{}{}:
 						w.precise++
