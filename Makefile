@@ -60,8 +60,8 @@ image: build
 ## deps: install (and cache) every server and tool the tests use
 deps: $(STATICCHECK)
 	$(GO) mod download
-	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold) serves make test-compat only: built there, on first use.
+	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh) continue;; esac; bash $$s install || exit 1; done
+	@# prometheus3.sh (~6 min cold) and seaweedfs.sh (~10 min cold) serve make test-compat only: built there, on first use.
 	@for s in test/tools/*.sh; do case $$s in */prometheus3.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
@@ -106,9 +106,13 @@ soak-pages:
 test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
-## test-compat: the shipped rules on the Prometheus versions make test does not run (it runs Debian's 2.42); one sub-target per version, not in make test
-.PHONY: test-compat test-compat-prometheus3
-test-compat: test-compat-prometheus3
+## test-compat: what make test does not run (docs/compatibility.md): the shipped rules on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
+.PHONY: test-compat test-compat-prometheus3 test-compat-stores
+test-compat: test-compat-prometheus3 test-compat-stores
+
+## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s), on servers of their own
+test-compat-stores:
+	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
 
 ## test-compat-prometheus3: promtool of Prometheus 3.x (built once from the module source and cached by test/tools/prometheus3.sh, ~6 min cold) checks the shipped rules and runs their unit tests
 test-compat-prometheus3:

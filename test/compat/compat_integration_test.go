@@ -1,0 +1,205 @@
+//go:build integration
+
+// Package compat runs dbcanary's real probes against the store versions and
+// implementations of docs/compatibility.md that `make test` does not run:
+// SeaweedFS's S3 gateway, OpenStack Swift's s3api over https, OpenSearch
+// 1.3.x and an OpenSearch that sheds load (429). Every server is a real one
+// started by the project's scripts (test/stack/) on 127.0.0.1, on ports of its
+// own, and stopped when the package's tests end.
+//
+// These rows are `make test-compat` (DBCANARY_COMPAT=1): they build and start
+// servers make test has no time for (SeaweedFS is a large build). Without
+// DBCANARY_COMPAT=1 the package runs no test and says so, so that the
+// integration run of make test, which finds every package with an integration
+// tag, passes over it.
+package compat
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DBCANARY_COMPAT") != "1" {
+		fmt.Println("test/compat: no test run: these rows run with DBCANARY_COMPAT=1 (make test-compat), see docs/compatibility.md")
+		os.Exit(0)
+	}
+	code := m.Run()
+	stack.Cleanup()
+	os.Exit(code)
+}
+
+// compatDir is the stack directory of the servers this package starts with
+// settings of their own (another version, TLS): beside the default stack's,
+// kept between runs so downloads stay cached; its servers are stopped.
+func compatDir() string {
+	d := os.Getenv("DBCANARY_STACK_DIR")
+	if d == "" {
+		d = "/var/tmp/dbcanary-stack"
+	}
+	return d + "-compat"
+}
+
+// startPrivate starts a server with test/stack/<script>.sh, the stack
+// directory compatDir()/<name> (one per shape: versions never share a data
+// directory) and the DBCANARY_* settings in env, stops it when the test ends,
+// and returns what `<script>.sh env` prints.
+func startPrivate(t *testing.T, script, name string, env ...string) stack.Env {
+	t.Helper()
+	run := func(action string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join(stack.Dir(), script+".sh"), action)
+		cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+filepath.Join(compatDir(), name)), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := run("stop"); err != nil {
+			t.Errorf("stop %s: %v\n%s", script, err, out)
+		}
+	})
+	t0 := time.Now()
+	if out, err := run("start"); err != nil {
+		t.Fatalf("start %s: %v\n%s", script, err, out)
+	}
+	t.Logf("%s started in %s", script, time.Since(t0).Round(100*time.Millisecond))
+	out, err := run("env")
+	if err != nil {
+		t.Fatalf("%s.sh env: %v", script, err)
+	}
+	e := stack.Env{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			e[k] = v
+		}
+	}
+	return e
+}
+
+// writeFile writes a file or fails the test.
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serverCert makes a CA and a server certificate it signed for 127.0.0.1 and
+// localhost, valid for a day, and writes ca.pem, cert.pem and key.pem (PKCS#8)
+// into dir.
+func serverCert(t *testing.T, dir string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dbcanary compat test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "swift.dbcanary.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	writeFile(t, filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	writeFile(t, filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+}
+
+// everyOp runs the engine on a one-target config whose ops (every op of the
+// backend, ledger ops excluded: see the ledger subtests) run at 1/s, until
+// each op succeeded `runs` times, and fails on any op failure, naming its
+// cause.
+func everyOp(t *testing.T, yaml string, runs uint64, within time.Duration) {
+	t.Helper()
+	h := enginetest.Start(t, yaml)
+	if len(h.Config.Targets) != 1 {
+		t.Fatalf("want one target, got %d", len(h.Config.Targets))
+	}
+	var ops []string
+	for _, s := range h.Config.Targets[0].Probe.Ops() {
+		if !strings.HasPrefix(s.Name, "ledger_") {
+			ops = append(ops, s.Name)
+		}
+	}
+	failures := func() []string {
+		var out []string
+		for _, m := range h.Find(t, "dbcanary_op_failures_total", nil) {
+			if m.GetCounter().GetValue() > 0 {
+				out = append(out, fmt.Sprint(m.GetLabel()))
+			}
+		}
+		return out
+	}
+	var missing []string
+	enginetest.WaitFor(t, within, fmt.Sprintf("%d successful runs of every op (%s)", runs, strings.Join(ops, " ")), func() bool {
+		if f := failures(); len(f) > 0 {
+			t.Fatalf("op failures: %v", f)
+		}
+		missing = missing[:0]
+		for _, op := range ops {
+			if h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": op, "result": "ok"}) < runs {
+				missing = append(missing, op)
+			}
+		}
+		return len(missing) == 0
+	})
+	h.Engine.Stop()
+	if f := failures(); len(f) > 0 {
+		t.Fatalf("op failures: %v", f)
+	}
+	t.Logf("every op ok at least %d times: %s", runs, strings.Join(ops, " "))
+}
+
+// runOp runs one op of a probe with a timeout.
+func runOp(p probes.Probe, op string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out probes.Outcome
+	out.Reset(time.Now())
+	return p.Run(ctx, op, &out)
+}
+
+// prepare runs a probe's Prepare with a timeout.
+func prepare(p probes.Probe, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return p.Prepare(ctx)
+}
