@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/scheduler"
@@ -46,9 +47,7 @@ type runner struct {
 	prepSem  chan struct{}
 	prepared atomic.Bool
 	prepMu   sync.Mutex
-	prepErr  error
-	nextPrep time.Time
-	backoff  time.Duration
+	prepWait backoff.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
 
 	stopSched context.CancelFunc // stops scheduling and idle workers
 	cancelOps context.CancelFunc // cancels in-flight ops
@@ -104,10 +103,11 @@ var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot 
 // attachMetrics, once a replaced runner's series are gone.
 func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.Logger) (*runner, error) {
 	r := &runner{
-		target:  t,
-		logger:  logger.With("target", t.Name, "backend", t.Backend),
-		byName:  map[string]*opState{},
-		prepSem: make(chan struct{}, 1),
+		target:   t,
+		logger:   logger.With("target", t.Name, "backend", t.Backend),
+		byName:   map[string]*opState{},
+		prepSem:  make(chan struct{}, 1),
+		prepWait: backoff.Backoff{Min: time.Second, Max: 5 * time.Second},
 	}
 	r.upState = -1
 	b, ok := probes.Lookup(t.Backend)
@@ -323,8 +323,7 @@ func (r *runner) ensurePrepared(ctx context.Context) error {
 		return nil
 	}
 	r.prepMu.Lock()
-	if time.Now().Before(r.nextPrep) {
-		err := r.prepErr
+	if err := r.prepWait.Wait(time.Now()); err != nil {
 		r.prepMu.Unlock()
 		return err
 	}
@@ -335,18 +334,17 @@ func (r *runner) ensurePrepared(ctx context.Context) error {
 	r.prepMu.Lock()
 	defer r.prepMu.Unlock()
 	if err != nil {
-		r.backoff = min(max(2*r.backoff, time.Second), 5*time.Second)
-		r.nextPrep = time.Now().Add(r.backoff)
-		if r.prepErr == nil || r.prepErr.Error() != err.Error() {
-			r.logger.Warn("cannot prepare the canary namespace; retrying with backoff", "err", err, "retry_in", r.backoff)
+		last := r.prepWait.Err()
+		retryIn := r.prepWait.Fail(time.Now(), err)
+		if last == nil || last.Error() != err.Error() {
+			r.logger.Warn("cannot prepare the canary namespace; retrying with backoff", "err", err, "retry_in", retryIn)
 		}
-		r.prepErr = err
 		return err
 	}
-	if r.prepErr != nil {
+	if r.prepWait.Err() != nil {
 		r.logger.Info("canary namespace ready")
 	}
-	r.prepErr, r.backoff = nil, 0
+	r.prepWait.Succeed()
 	r.prepared.Store(true)
 	r.setPrepared(nil)
 	return nil

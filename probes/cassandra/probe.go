@@ -12,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -47,9 +48,7 @@ type Probe struct {
 
 	mu           sync.Mutex // guards the session state below
 	sess         *gocql.Session
-	dialErr      error
-	nextDial     time.Time
-	backoff      time.Duration
+	redial       backoff.Backoff // see session
 	noHostsSince time.Time
 }
 
@@ -69,6 +68,7 @@ func New(t probes.Target) (*Probe, error) {
 		target:     t.Name,
 		instance:   t.InstanceID,
 		hostList:   strings.Join(cfg.Hosts, ","),
+		redial:     newRedial(),
 		certs:      t.Certs,
 		logger:     t.Logger,
 		ttlSeconds: int(cfg.TTL / time.Second),
@@ -224,8 +224,7 @@ func (p *Probe) Close() error {
 	p.mu.Lock()
 	sess := p.sess
 	p.sess = nil
-	p.nextDial = time.Now().Add(time.Hour) // a closed probe does not reconnect
-	p.dialErr = probes.Fail(probes.CauseOther, errors.New("cassandra: probe closed"))
+	p.redial.Stop(probes.Fail(probes.CauseOther, errors.New("cassandra: probe closed"))) // a closed probe does not reconnect
 	p.mu.Unlock()
 	if sess == nil {
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -16,6 +17,9 @@ import (
 // before the session is rebuilt from the contact points: the driver redials
 // down nodes by itself, this only covers a ring it lost track of entirely.
 const noHostsRebuild = 30 * time.Second
+
+// newRedial is the session's connect backoff.
+func newRedial() backoff.Backoff { return backoff.Backoff{Min: time.Second, Max: 30 * time.Second} }
 
 // session returns the shared session, creating it if needed. After a failed
 // connect, ops fail fast with the last error during a backoff of 1 s doubling
@@ -26,17 +30,16 @@ func (p *Probe) session(ctx context.Context) (*gocql.Session, error) {
 	if p.sess != nil && !p.sess.Closed() {
 		return p.sess, nil
 	}
-	if time.Now().Before(p.nextDial) {
-		return nil, p.dialErr
+	if err := p.redial.Wait(time.Now()); err != nil {
+		return nil, err
 	}
 	s, err := p.connect(ctx)
 	if err != nil {
-		p.backoff = min(max(2*p.backoff, time.Second), 30*time.Second)
-		p.nextDial = time.Now().Add(p.backoff)
-		p.dialErr = err
+		p.redial.Fail(time.Now(), err)
 		return nil, err
 	}
-	p.sess, p.backoff, p.dialErr, p.nextDial, p.noHostsSince = s, 0, nil, time.Time{}, time.Time{}
+	p.redial.Succeed()
+	p.sess, p.noHostsSince = s, time.Time{}
 	p.logger.Debug("connected", "hosts", p.hostList)
 	return s, nil
 }

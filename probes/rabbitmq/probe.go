@@ -14,6 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -47,9 +48,7 @@ type Probe struct {
 	flow           *flow            // conn's connection.blocked state
 	consuming      bool
 	connectedSince time.Time
-	dialErr        error
-	nextDial       time.Time
-	backoff        time.Duration
+	redial         backoff.Backoff // 250 ms doubling to maxReconnectBackoff
 	seq            uint64
 
 	pendMu  sync.Mutex // guards pending and clock
@@ -122,6 +121,7 @@ func New(t probes.Target) (*Probe, error) {
 		ephemeral: t.Ephemeral,
 		pending:   map[uint64]pendingMsg{},
 		done:      make(chan struct{}),
+		redial:    backoff.Backoff{Min: 250 * time.Millisecond, Max: maxReconnectBackoff},
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -283,20 +283,18 @@ func (p *Probe) channel(ctx context.Context) (link, error) {
 		_ = p.conn.Close()
 		p.conn, p.pub, p.consuming = nil, nil, false
 	}
-	if time.Now().Before(p.nextDial) {
-		return link{}, p.dialErr
+	if err := p.redial.Wait(time.Now()); err != nil {
+		return link{}, err
 	}
 	if err := p.connectLocked(ctx); err != nil {
-		p.backoff = min(max(2*p.backoff, 250*time.Millisecond), maxReconnectBackoff)
-		p.nextDial = time.Now().Add(p.backoff)
-		p.dialErr = err
+		p.redial.Fail(time.Now(), err)
 		if p.conn != nil {
 			_ = p.conn.Close()
 			p.conn, p.pub, p.consuming = nil, nil, false
 		}
 		return link{}, err
 	}
-	p.backoff, p.dialErr, p.nextDial = 0, nil, time.Time{}
+	p.redial.Succeed()
 	return link{p.pub, p.pubClosed, p.conn, p.flow}, nil
 }
 
