@@ -11,6 +11,10 @@
 # that path is compiled in and the servers have no flag to move it.)
 # Ports: proxy (S3 and Swift API) 16280, object 16210, container 16211,
 # account 16212, memcached 16219.
+# Opt-in https (test/compat): DBCANARY_SWIFT_TLS_DIR names a directory holding
+# cert.pem and key.pem; a second proxy process with cert_file/key_file serves
+# the same cluster over https on DBCANARY_SWIFT_TLS_PORT (16243), as a TLS
+# deployment without a terminating load balancer does.
 # Usage: swift.sh install|start|stop|status|env|stop-container|start-container|stop-updater|start-updater
 #   stop-container/start-container stop or start only the container server, and
 #   stop-updater/start-updater only the object-updater (tests of listing lag:
@@ -22,6 +26,8 @@ OBJECT_PORT=${DBCANARY_SWIFT_OBJECT_PORT:-16210}
 CONTAINER_PORT=${DBCANARY_SWIFT_CONTAINER_PORT:-16211}
 ACCOUNT_PORT=${DBCANARY_SWIFT_ACCOUNT_PORT:-16212}
 MEMCACHED_PORT=${DBCANARY_SWIFT_MEMCACHED_PORT:-16219}
+TLS_DIR=${DBCANARY_SWIFT_TLS_DIR:-}
+TLS_PORT=${DBCANARY_SWIFT_TLS_PORT:-16243}
 REGION=${DBCANARY_SWIFT_REGION:-us-east-1} # s3api's `location`: the region clients must sign for
 DIR=$STACK_DIR/swift
 CONF=$DIR/etc
@@ -38,57 +44,14 @@ install() {
   [ "$missing" = 0 ] || apt_install "${PACKAGES[@]}"
 }
 
-# configure writes the config files (cheap, every start: a port change takes
-# effect) and builds the rings once (they name the ports: rebuilt only when
-# a port changed).
-configure() {
-  mkdir -p "$CONF" "$DEVICES/d1" "$LOGS" "$RUN" "$DIR/cache"
-  local common="[DEFAULT]
-bind_ip = 127.0.0.1
-workers = 0
-user = root
-swift_dir = $CONF
-devices = $DEVICES
-mount_check = false
-disable_fallocate = true
-log_level = INFO
-recon_cache_path = $DIR/cache
-"
-  printf '%s\n' "$common" "bind_port = $OBJECT_PORT
-
-[pipeline:main]
-pipeline = object-server
-
-[app:object-server]
-use = egg:swift#object
-
-[object-updater]
-# Replays failed container updates every 2 s (default 300 s): the listing
-# catches up soon after a container server comes back.
-interval = 2
-concurrency = 1
-node_timeout = 3
-" > "$CONF/object-server.conf"
-  printf '%s\n' "$common" "bind_port = $CONTAINER_PORT
-
-[pipeline:main]
-pipeline = container-server
-
-[app:container-server]
-use = egg:swift#container
-" > "$CONF/container-server.conf"
-  printf '%s\n' "$common" "bind_port = $ACCOUNT_PORT
-
-[pipeline:main]
-pipeline = account-server
-
-[app:account-server]
-use = egg:swift#account
-" > "$CONF/account-server.conf"
-  cat > "$CONF/proxy-server.conf" <<CONF
+# proxy_conf PORT EXTRA: a proxy-server.conf listening on PORT, with EXTRA
+# lines in [DEFAULT] (the TLS proxy's cert_file and key_file).
+proxy_conf() {
+  cat <<CONF
 [DEFAULT]
 bind_ip = 127.0.0.1
-bind_port = $PROXY_PORT
+bind_port = $1
+$2
 workers = 0
 user = root
 swift_dir = $CONF
@@ -157,6 +120,62 @@ use = egg:swift#versioned_writes
 [filter:symlink]
 use = egg:swift#symlink
 CONF
+}
+
+# configure writes the config files (cheap, every start: a port change takes
+# effect) and builds the rings once (they name the ports: rebuilt only when
+# a port changed).
+configure() {
+  mkdir -p "$CONF" "$DEVICES/d1" "$LOGS" "$RUN" "$DIR/cache"
+  local common="[DEFAULT]
+bind_ip = 127.0.0.1
+workers = 0
+user = root
+swift_dir = $CONF
+devices = $DEVICES
+mount_check = false
+disable_fallocate = true
+log_level = INFO
+recon_cache_path = $DIR/cache
+"
+  printf '%s\n' "$common" "bind_port = $OBJECT_PORT
+
+[pipeline:main]
+pipeline = object-server
+
+[app:object-server]
+use = egg:swift#object
+
+[object-updater]
+# Replays failed container updates every 2 s (default 300 s): the listing
+# catches up soon after a container server comes back.
+interval = 2
+concurrency = 1
+node_timeout = 3
+" > "$CONF/object-server.conf"
+  printf '%s\n' "$common" "bind_port = $CONTAINER_PORT
+
+[pipeline:main]
+pipeline = container-server
+
+[app:container-server]
+use = egg:swift#container
+" > "$CONF/container-server.conf"
+  printf '%s\n' "$common" "bind_port = $ACCOUNT_PORT
+
+[pipeline:main]
+pipeline = account-server
+
+[app:account-server]
+use = egg:swift#account
+" > "$CONF/account-server.conf"
+  proxy_conf "$PROXY_PORT" "" > "$CONF/proxy-server.conf"
+  if [ -n "$TLS_DIR" ]; then
+    local f
+    for f in cert.pem key.pem; do [ -s "$TLS_DIR/$f" ] || die "swift: $TLS_DIR/$f is missing"; done
+    proxy_conf "$TLS_PORT" "cert_file = $TLS_DIR/cert.pem
+key_file = $TLS_DIR/key.pem" > "$CONF/proxy-server-tls.conf"
+  fi
   local ports="$OBJECT_PORT $CONTAINER_PORT $ACCOUNT_PORT"
   if [ "$(cat "$CONF/rings.ports" 2>/dev/null)" != "$ports" ] || [ ! -s "$CONF/object.ring.gz" ]; then
     log "swift: building one-replica rings"
@@ -224,11 +243,13 @@ start() {
   spawn account-server "$ACCOUNT_PORT" swift-account-server "$CONF/account-server.conf" -v
   start_updater
   spawn proxy-server "$PROXY_PORT" swift-proxy-server "$CONF/proxy-server.conf" -v
+  if [ -n "$TLS_DIR" ]; then spawn proxy-server-tls "$TLS_PORT" swift-proxy-server "$CONF/proxy-server-tls.conf" -v; fi
   await memcached "$MEMCACHED_PORT"
   await object-server "$OBJECT_PORT"
   await container-server "$CONTAINER_PORT"
   await account-server "$ACCOUNT_PORT"
   await proxy-server "$PROXY_PORT"
+  if [ -n "$TLS_DIR" ]; then await proxy-server-tls "$TLS_PORT"; fi
   local i=0
   until ready; do
     if ! pid_alive "$RUN/proxy-server.pid"; then tail -n 30 "$LOGS/proxy-server.log" >&2; die "swift: the proxy exited during startup (log above)"; fi
@@ -240,7 +261,7 @@ start() {
 
 stop() {
   local name
-  for name in proxy-server object-updater account-server container-server object-server memcached; do
+  for name in proxy-server-tls proxy-server object-updater account-server container-server object-server memcached; do
     stop_pid "$RUN/$name.pid" "swift $name" 20
   done
 }
@@ -250,6 +271,7 @@ status() {
   for name in memcached object-server container-server account-server object-updater proxy-server; do
     pid_alive "$RUN/$name.pid" || return 1
   done
+  if [ -n "$TLS_DIR" ]; then pid_alive "$RUN/proxy-server-tls.pid" || return 1; fi
   ready
 }
 
@@ -264,6 +286,7 @@ env_() {
   echo "DBCANARY_TEST_S3_ACCESS_KEY_FILE=$DIR/access-key"
   echo "DBCANARY_TEST_S3_SECRET_KEY_FILE=$DIR/secret-key"
   echo "DBCANARY_TEST_S3_PORT=$PROXY_PORT"
+  if [ -n "$TLS_DIR" ]; then echo "DBCANARY_TEST_S3_TLS_ENDPOINT=127.0.0.1:$TLS_PORT"; fi
 }
 
 case "${1:-}" in
