@@ -1,0 +1,405 @@
+//go:build integration
+
+package clusters
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/dbcanary/dbcanary/internal/baseline"
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/stack"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startPrivate starts a server of its own with test/stack/<script>.sh in its
+// stack directory dir with the DBCANARY_* settings in env, stops it when the
+// test ends, and returns what `<script>.sh env` prints.
+func startPrivate(t *testing.T, script, dir string, env ...string) stack.Env {
+	t.Helper()
+	run := func(action string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join(stack.Dir(), script+".sh"), action)
+		cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+dir), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := run("stop"); err != nil {
+			t.Errorf("stop private %s: %v\n%s", script, err, out)
+		}
+	})
+	if out, err := run("start"); err != nil {
+		t.Fatalf("start private %s: %v\n%s", script, err, out)
+	}
+	out, err := run("env")
+	if err != nil {
+		t.Fatalf("%s.sh env: %v", script, err)
+	}
+	e := stack.Env{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			e[k] = v
+		}
+	}
+	return e
+}
+
+// syncBuffer is a bytes.Buffer the daemon writes and the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// daemon is `dbcanary run` on a config of the test.
+type daemon struct {
+	addr string
+	logs *syncBuffer
+}
+
+// startDaemon runs `dbcanary run` on cfg until the test ends and waits
+// until it is ready; the daemon's log is printed if the test failed.
+func startDaemon(t *testing.T, cfg string) *daemon {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "dbcanary.yaml")
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &syncBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", file, "--web.listen-address", d.addr)
+	cmd.Stdout, cmd.Stderr = d.logs, d.logs
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("dbcanary log:\n%s", d.logs.String())
+		}
+	})
+	enginetest.WaitFor(t, 30*time.Second, "the daemon to be ready", func() bool {
+		resp, err := http.Get("http://" + d.addr + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return d
+}
+
+// snapshot is the daemon's op counters at one moment.
+type snapshot struct {
+	at time.Time
+	// ok and failed count finished ops by op (histogram counts by result).
+	ok, failed map[string]float64
+	// okSum is the latency sum of the successful ops, by op (seconds).
+	okSum map[string]float64
+	// causes counts failures by "op/cause".
+	causes map[string]float64
+	up     float64
+	// ledger counts ledger checks by result.
+	ledger map[string]float64
+}
+
+// snap scrapes the daemon's /metrics for target.
+func (d *daemon) snap(t *testing.T, target string) snapshot {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snapshot{at: time.Now(), ok: map[string]float64{}, failed: map[string]float64{}, okSum: map[string]float64{},
+		causes: map[string]float64{}, ledger: map[string]float64{}}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	ours := func(m *dto.Metric) bool { return label(m, "target") == target }
+	for _, m := range fams["dbcanary_op_latency_seconds"].GetMetric() {
+		if !ours(m) {
+			continue
+		}
+		h := m.GetHistogram()
+		if label(m, "result") == "ok" {
+			s.ok[label(m, "op")] += float64(h.GetSampleCount())
+			s.okSum[label(m, "op")] += h.GetSampleSum()
+		} else {
+			s.failed[label(m, "op")] += float64(h.GetSampleCount())
+		}
+	}
+	for _, m := range fams["dbcanary_op_failures_total"].GetMetric() {
+		if ours(m) && m.GetCounter().GetValue() > 0 {
+			s.causes[label(m, "op")+"/"+label(m, "cause")] += m.GetCounter().GetValue()
+		}
+	}
+	for _, m := range fams["dbcanary_target_up"].GetMetric() {
+		if ours(m) {
+			s.up = m.GetGauge().GetValue()
+		}
+	}
+	for _, m := range fams["dbcanary_ledger_checks_total"].GetMetric() {
+		if ours(m) {
+			s.ledger[label(m, "result")] += m.GetCounter().GetValue()
+		}
+	}
+	return s
+}
+
+// diff is what happened between two snapshots, by key, zeros left out.
+func diff(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func total(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// waitOK waits until every op in ops has n more successes than in from and
+// returns the snapshot that shows it.
+func (d *daemon) waitOK(t *testing.T, target string, from snapshot, ops []string, n float64, timeout time.Duration, what string) snapshot {
+	t.Helper()
+	var s snapshot
+	enginetest.WaitFor(t, timeout, what, func() bool {
+		s = d.snap(t, target)
+		for _, op := range ops {
+			if s.ok[op]-from.ok[op] < n {
+				return false
+			}
+		}
+		return true
+	})
+	return s
+}
+
+// meanOK is the mean latency of the ops that succeeded between two snapshots.
+func meanOK(before, after snapshot, op string) time.Duration {
+	n := after.ok[op] - before.ok[op]
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration((after.okSum[op] - before.okSum[op]) / n * float64(time.Second))
+}
+
+// alerting is a Prometheus of the test's own (own directory and port, started
+// by test/stack/prometheus.sh, stopped by PID) that scrapes the daemon every
+// second and evaluates the generated rules, scaled by 0.05 (a `for: 2m`
+// becomes 6s, a 5m window 15s, 1h 3m), as probes/cassandra's ledger proof does.
+type alerting struct {
+	promURL string
+}
+
+func startAlerting(t *testing.T, daemonAddr string) *alerting {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := baseline.Load(filepath.Join(stack.RepoRoot(), "baselines", "james-reference.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := generate.RuleFiles(b, generate.Options{TimeScale: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := filepath.Join(dir, "dbcanary-rules.yml")
+	if err := os.WriteFile(rules, files["dbcanary-rules.yml"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "prometheus-config.yml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [%q]
+scrape_configs:
+  - job_name: %s
+    static_configs: [{targets: [%q]}]
+`, rules, b.Policy.Job, daemonAddr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prom := startPrivate(t, "prometheus", dir, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", freePort(t)), "DBCANARY_PROMETHEUS_CONFIG="+cfg)
+	return &alerting{promURL: prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")}
+}
+
+// query runs an instant query and returns the label sets of the result (nil
+// while Prometheus is not up).
+func (a *alerting) query(t *testing.T, expr string) []map[string]string {
+	t.Helper()
+	resp, err := http.Get(a.promURL + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		t.Fatalf("query %q: %s", expr, body)
+	}
+	out := make([]map[string]string, 0, len(r.Data.Result))
+	for _, s := range r.Data.Result {
+		out = append(out, s.Metric)
+	}
+	return out
+}
+
+// firedSince names the alerts of a severity that were firing at any
+// evaluation since t0 ("DbcanaryTargetDown{target=x}"), sorted.
+func (a *alerting) firedSince(t *testing.T, severity string, t0 time.Time) []string {
+	t.Helper()
+	secs := int(time.Since(t0).Seconds()) + 2
+	seen := map[string]bool{}
+	for _, m := range a.query(t, fmt.Sprintf(`max_over_time(ALERTS{alertstate="firing",severity=%q}[%ds])`, severity, secs)) {
+		seen[alertName(m)] = true
+	}
+	return sorted(seen)
+}
+
+// firing names the alerts of a severity firing now.
+func (a *alerting) firing(t *testing.T, severity string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, m := range a.query(t, fmt.Sprintf(`ALERTS{alertstate="firing",severity=%q}`, severity)) {
+		seen[alertName(m)] = true
+	}
+	return sorted(seen)
+}
+
+func alertName(m map[string]string) string {
+	name := m["alertname"]
+	if m["alertname"] == "" {
+		name = m["__name__"]
+	}
+	var extra []string
+	for _, k := range []string{"target", "op", "cause", "quantile"} {
+		if m[k] != "" {
+			extra = append(extra, k+"="+m[k])
+		}
+	}
+	return name + "{" + strings.Join(extra, ",") + "}"
+}
+
+func sorted(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitScraped waits until Prometheus holds the target's up series.
+func (a *alerting) waitScraped(t *testing.T, target string) {
+	t.Helper()
+	enginetest.WaitFor(t, 60*time.Second, "Prometheus to scrape the daemon", func() bool {
+		return len(a.query(t, fmt.Sprintf(`dbcanary_target_up{target=%q}`, target))) > 0
+	})
+}
+
+// clusterNode is one node of a cluster started by a *-cluster.sh script.
+type clusterNode struct {
+	script string
+	env    stack.Env
+	i      int
+}
+
+func (n clusterNode) pid(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(n.env.Get(t, fmt.Sprintf("DBCANARY_TEST_CASSANDRA_NODE%d_PIDFILE", n.i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// kill9 kills the node with SIGKILL (no drain, no flush, no final commit log
+// sync) and waits until it is gone.
+func (n clusterNode) kill9(t *testing.T) {
+	t.Helper()
+	pid := n.pid(t)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitFor(t, 30*time.Second, fmt.Sprintf("node %d (pid %d) to exit", n.i, pid), func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// restartCluster starts every node that is not running (the script is
+// idempotent) and returns how long it took.
+func restartCluster(t *testing.T, script string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	if _, err := stack.Script(script, "start"); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(t0)
+}
