@@ -107,8 +107,13 @@ test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
 ## test-compat: what make test does not run (docs/compatibility.md): the shipped rules on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
-.PHONY: test-compat test-compat-prometheus3 test-compat-stores
-test-compat: test-compat-prometheus3 test-compat-stores
+.PHONY: test-compat test-compat-prometheus3 test-compat-stores test-compat-clusters
+test-compat: test-compat-prometheus3 test-compat-stores test-compat-clusters
+
+## test-compat-clusters: node faults on real 3-node clusters (test/clusters, docs/clusters.md: test/stack/cassandra-cluster.sh, kill -9, toxiproxy, the generated rules on a real Prometheus), not in make test
+test-compat-clusters:
+	@mkdir -p $(dir $(FIGURES))
+	DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -v -timeout 40m ./test/clusters/
 
 ## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s), on servers of their own
 test-compat-stores:
