@@ -153,3 +153,35 @@ func circuitBreaker429(t *testing.T, name, url string) {
 		}
 	}
 }
+
+// TestOpenSearchIndexingPressure429 is the other kind of 429 a node sheds
+// load with, rejected execution: a private OpenSearch 2.19.6 (the version
+// make test runs) whose indexing-pressure limit (a static node setting) is one
+// byte rejects every write at the coordinating node with 429
+// rejected_execution_exception. The canary must call that the store's
+// overload (indexing pressure), cause server, with the node's reason.
+func TestOpenSearchIndexingPressure429(t *testing.T) {
+	env := startPrivate(t, "opensearch", "opensearch-2.19.6-pressure", "DBCANARY_OPENSEARCH_VERSION=2.19.6",
+		"DBCANARY_OPENSEARCH_PORT=19621", "DBCANARY_OPENSEARCH_TRANSPORT_PORT=19721",
+		"DBCANARY_OPENSEARCH_SETTINGS=indexing_pressure.memory.limit: 1b")
+	url := env.Get(t, "DBCANARY_TEST_OPENSEARCH_URL")
+	p := openSearchProbe(t, openSearchYAML("os-pressure", url, ""))
+	check := func(what string, err error) {
+		t.Helper()
+		if probes.CauseOf(err) != probes.CauseServer {
+			t.Fatalf("%s with indexing pressure at 1b: cause %q, %v; want server", what, probes.CauseOf(err), err)
+		}
+		for _, want := range []string{"429", "rejected_execution_exception", "rejected execution of coordinating operation", "indexing pressure: too many bytes of indexing in flight on the node: the store is overloaded"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s with indexing pressure at 1b: %v; want it to say %q", what, err, want)
+			}
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	if err := prepare(p, 60*time.Second); err != nil {
+		check("prepare", err) // its reference documents are a write too
+	}
+	for _, op := range []string{opensearch.OpIndex, opensearch.OpBulk} {
+		check(op, runOp(p, op, 30*time.Second))
+	}
+}

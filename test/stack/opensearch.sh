@@ -13,6 +13,10 @@
 # tree of its own, HTTP and transport use node.pem, the security index is
 # initialised from those files at first start (no securityadmin), and the
 # script talks to the node over https with the admin certificate.
+#
+# DBCANARY_OPENSEARCH_SETTINGS: extra opensearch.yml lines (newline-separated)
+# for a private node of a special shape, e.g. a tiny indexing-pressure limit
+# (test/compat); static node settings cannot be changed through the API.
 source "$(dirname "$0")/lib.sh"
 
 VERSION=${DBCANARY_OPENSEARCH_VERSION:-2.19.6}
@@ -97,6 +101,7 @@ path.logs: $DIR/logs
 cluster.routing.allocation.disk.threshold_enabled: false
 action.auto_create_index: true
 CONF
+  if [ -n "${DBCANARY_OPENSEARCH_SETTINGS:-}" ]; then printf '%s\n' "$DBCANARY_OPENSEARCH_SETTINGS" >> "$DIR/config/opensearch.yml"; fi
   if [ -n "$SECURITY_DIR" ]; then configure_security; fi
   # Heap and the two flags that halve start-up time on small machines.
   cat > "$DIR/config/jvm.options.d/dbcanary.options" <<OPTS
