@@ -101,25 +101,34 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 }
 
-// serverCert makes a CA and a server certificate it signed for 127.0.0.1 and
-// localhost, valid for a day, and writes ca.pem, cert.pem and key.pem (PKCS#8)
-// into dir.
-func serverCert(t *testing.T, dir string) {
+// newCA makes a self-signed CA valid for a day.
+func newCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dbcanary compat test CA"},
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key, der
+}
+
+// serverCert makes a CA and a server certificate it signed for 127.0.0.1 and
+// localhost, valid for a day, and writes ca.pem, cert.pem and key.pem (PKCS#8)
+// into dir, and other-ca.pem: a CA that did not sign it.
+func serverCert(t *testing.T, dir string) {
+	t.Helper()
+	caCert, caKey, caDER := newCA(t, "dbcanary compat test CA")
+	_, _, otherDER := newCA(t, "some other CA")
+	writeFile(t, filepath.Join(dir, "other-ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: otherDER}))
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

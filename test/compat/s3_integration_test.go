@@ -220,6 +220,17 @@ func s3Row(t *testing.T, st s3Store) {
 			t.Logf("%s with a wrong secret key: %v", op, err)
 		}
 	})
+	if st.caFile != "" {
+		t.Run("another CA", func(t *testing.T) {
+			other := st
+			other.caFile = filepath.Join(filepath.Dir(st.caFile), "other-ca.pem")
+			err := prepare(other.probe(t, other.yaml(st.name+"-ca", "dbcanary-compat-"+st.name+"-ca", "")), 30*time.Second)
+			if probes.CauseOf(err) != probes.CauseTLS || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+				t.Fatalf("prepare trusting another CA: cause %q, %v; want tls naming the unknown authority", probes.CauseOf(err), err)
+			}
+			t.Logf("prepare trusting another CA: %v", err)
+		})
+	}
 	t.Run("missing bucket", func(t *testing.T) {
 		missing := "dbcanary-compat-" + st.name + "-nobucket"
 		_ = st.admin(t).RemoveBucket(context.Background(), missing)
