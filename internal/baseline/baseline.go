@@ -70,6 +70,30 @@ type Policy struct {
 	// A threshold at or above its op's timeout can never be crossed (the
 	// op fails as a timeout first): the generator leaves it out and says so.
 	OpTimeouts map[string]model.Duration `yaml:"op_timeouts"`
+	// CertExpiryWarning and CertExpiryCritical: how long before the first
+	// certificate a store presents expires the TLS alert warns and pages
+	// (absent: DefaultCertExpiryWarning and DefaultCertExpiryCritical).
+	CertExpiryWarning  model.Duration `yaml:"cert_expiry_warning"`
+	CertExpiryCritical model.Duration `yaml:"cert_expiry_critical"`
+}
+
+// The certificate expiry thresholds when a baseline sets none (the usual
+// mixin defaults: a ticket three weeks ahead, a page one week ahead).
+const (
+	DefaultCertExpiryWarning  = 21 * 24 * time.Hour
+	DefaultCertExpiryCritical = 7 * 24 * time.Hour
+)
+
+// CertExpiry returns the warning and critical certificate expiry thresholds.
+func (p Policy) CertExpiry() (warning, critical time.Duration) {
+	warning, critical = time.Duration(p.CertExpiryWarning), time.Duration(p.CertExpiryCritical)
+	if warning == 0 {
+		warning = DefaultCertExpiryWarning
+	}
+	if critical == 0 {
+		critical = DefaultCertExpiryCritical
+	}
+	return warning, critical
 }
 
 // Source is a reference document.
@@ -256,6 +280,11 @@ func (b *File) Validate() Errors {
 	}
 	if p.DriftMinSeconds < 0 {
 		bad("policy.drift_min_seconds", "must not be negative, got %g", p.DriftMinSeconds)
+	}
+	if p.CertExpiryWarning < 0 || p.CertExpiryCritical < 0 {
+		bad("policy.cert_expiry_warning", "cert_expiry_warning and cert_expiry_critical must not be negative")
+	} else if w, c := p.CertExpiry(); w <= c {
+		bad("policy.cert_expiry_warning", "must be longer than cert_expiry_critical (%s), got %s", model.Duration(c), model.Duration(w))
 	}
 	reserved := []string{"target", "backend", "op", "phase", "cause", "result", "direction", "quantile", "le", "age", "figure", "severity", "window", "__name__"}
 	for i, l := range p.AggregateBy {

@@ -169,6 +169,18 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 			fires("10m", AlertConfigReloadFailed, e.expect(AlertConfigReloadFailed, job, "0"))})
 	group("config reload fine", []Series{{sel("dbcanary_config_last_reload_successful", job), "1x20"}}, []AlertTest{none("10m", AlertConfigReloadFailed)})
 
+	// The store's first certificate to expire: 10 days, then 3 days, then
+	// expired an hour ago, at the 30-minute evaluation (time() = 1800).
+	certSel := sel("dbcanary_tls_earliest_cert_expiry_timestamp_seconds", tl)
+	warnL, critL := merge(tl, "severity", "warning"), merge(tl, "severity", "critical")
+	group("tls certificate expires in 10 days: a ticket", []Series{{certSel, "864000x40"}},
+		[]AlertTest{none("10m", AlertTLSCertExpiring), fires("30m", AlertTLSCertExpiring, e.expect(AlertTLSCertExpiring, warnL, "9d 23h 30m 0s"))})
+	group("tls certificate expires in 3 days: a page, not also a ticket", []Series{{certSel, "259200x40"}},
+		[]AlertTest{fires("30m", AlertTLSCertExpiring, e.expect(AlertTLSCertExpiring, critL, "2d 23h 30m 0s"))})
+	group("tls certificate expired", []Series{{certSel, "-1800x40"}},
+		[]AlertTest{fires("30m", AlertTLSCertExpiring, e.expect(AlertTLSCertExpiring, critL, "-1h 0m 0s"))})
+	group("tls certificate valid for 90 days", []Series{{certSel, "7776000x40"}}, []AlertTest{none("30m", AlertTLSCertExpiring)})
+
 	group("target down", []Series{{sel("dbcanary_target_up", tl), "1 0x20"}},
 		[]AlertTest{none("2m", AlertTargetDown), fires("5m", AlertTargetDown, e.expect(AlertTargetDown, tl, "0"))})
 	group("target up", []Series{{sel("dbcanary_target_up", tl), "1x20"}}, []AlertTest{none("10m", AlertTargetDown), none("10m", AlertTargetMisconfigured)})

@@ -92,6 +92,9 @@ type Rule struct {
 	For         string            `yaml:"for,omitempty"`
 	Labels      map[string]string `yaml:"labels,omitempty"`
 	Annotations map[string]string `yaml:"annotations,omitempty"`
+	// Comment is written as a YAML comment above the rule (e.g. a pint
+	// directive); Prometheus ignores it.
+	Comment string `yaml:"-"`
 }
 
 // Recording rule names, level:metric:operations. The window in a name is the
@@ -124,12 +127,13 @@ const (
 	AlertErrorBudgetBurn      = "DbcanaryErrorBudgetBurn"
 	AlertLatencyDrift         = "DbcanaryLatencyDrift"
 	AlertLatencyAboveBaseline = "DbcanaryLatencyAboveBaseline"
+	AlertTLSCertExpiring      = "DbcanaryTLSCertificateExpiring"
 )
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
 var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
-	AlertLatencyAboveBaseline}
+	AlertLatencyAboveBaseline, AlertTLSCertExpiring}
 
 // wholeValue renders a count an alert read with increase(): Prometheus
 // extrapolates increase() to the window's edges (4 events can read 4.315),
@@ -298,6 +302,10 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 		fmt.Sprintf(`p99 over %s is {{ printf "%%.3f" $value }}s, more than %g x the same window %s earlier (policy.drift_factor; only above %gs).`,
 			opt.dur(time.Hour), p.DriftFactor, opt.dur(24*time.Hour), p.DriftMinSeconds)))
 
+	for _, r := range certRules(p, opt) {
+		add(&al, r)
+	}
+
 	lat := RuleGroup{Name: "dbcanary-latency-baseline"}
 	for _, t := range th {
 		add(&lat, latencyRule(t, p.MinSlowSamples, opt))
@@ -427,7 +435,7 @@ func (f *RuleFile) Marshal(opt Options) ([]byte, error) {
 	if opt.TimeScale != 1 {
 		fmt.Fprintf(&buf, "# TEST COPY: every for:, window and offset scaled by %g.\n", opt.TimeScale)
 	}
-	return appendYAML(&buf, f)
+	return appendYAML(&buf, f.node())
 }
 
 // appendYAML encodes v (two-space indent) after the header already in buf.

@@ -271,6 +271,14 @@ func TestS3OverHTTPSCertExpiry(t *testing.T) {
 	if !strings.Contains(page, `class="cert soon"`) || !strings.Contains(page, "TLS certificate expires") || !strings.Contains(page, leaf.NotAfter.UTC().Format("2006-01-02")) {
 		t.Errorf("status page does not flag the certificate expiring in 5 days:\n%s", grep(page, "cert"))
 	}
+
+	// The shipped rules on a real Prometheus: a certificate 5 days from
+	// expiry is a page (critical), not also a ticket (warning).
+	for _, a := range certAlerts(t, addr, "s3-tls") {
+		if a.Labels["severity"] != "critical" || a.Labels["backend"] != "s3" {
+			t.Errorf("certificate alert %v (%s), want only severity critical for backend s3", a.Labels, a.State)
+		}
+	}
 }
 
 // TestTLSFailuresSayWhich: `dbcanary once` against MinIO over https with a
