@@ -31,6 +31,7 @@ func TestThresholdsOnBucketBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	thresholdRE := regexp.MustCompile(`quantile="[0-9.]+"} > ([0-9.]+) and `)
+	backendRE := regexp.MustCompile(`backend="([a-z0-9_]+)"`)
 	n := 0
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -45,10 +46,22 @@ func TestThresholdsOnBucketBounds(t *testing.T) {
 			if !slices.ContainsFunc(metrics.LatencyBuckets, func(x float64) bool { return qs(x) == mm[1] }) {
 				t.Errorf("%s: threshold %s is not a bucket bound", r.Expr, mm[1])
 			}
+			// ...and one the op's histogram exports in the default, compact layout.
+			if !slices.ContainsFunc(metrics.Options{}.Bounds(backendRE.FindStringSubmatch(r.Expr)[1], r.Labels["op"], r.Labels["phase"]), func(x float64) bool { return qs(x) == mm[1] }) {
+				t.Errorf("%s: threshold %s is not a classic bound of the op's compact histogram", r.Expr, mm[1])
+			}
 		}
 	}
 	if n != len(th) || n == 0 {
 		t.Fatalf("%d latency rules for %d thresholds", n, len(th))
+	}
+	// The shipped thresholds, also those left out at the default timeout,
+	// are all classic bounds of the compact layout (metrics.ThresholdBounds).
+	skipped, _ := SkippedThresholds(b)
+	for _, x := range append(th, skipped...) {
+		if x.NeedsFull {
+			t.Errorf("%s %s %s %s: bound %gs is not in metrics.ThresholdBounds[%q]", x.Backend, x.Op, x.Phase, x.Severity, x.Bound, strings.Trim(x.Backend+"/"+x.Op+"/"+x.Phase, "/"))
+		}
 	}
 	for _, x := range th {
 		if x.Severity == "warning" && (x.Shift() > 0.25 || x.Shift() < -b.SnapTolerance) {
