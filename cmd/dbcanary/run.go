@@ -33,6 +33,7 @@ type runFlags struct {
 	webConfig   string
 	metricsPath string
 	grace       time.Duration
+	histograms  string
 	shard       *shardFlags
 }
 
@@ -51,6 +52,7 @@ func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.webConfig, "web.config.file", "", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format).")
 	fl.StringVar(&f.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fl.DurationVar(&f.grace, "shutdown.grace-period", 10*time.Second, "How long in-flight ops may run on shutdown or target removal before they are cancelled.")
+	fl.StringVar(&f.histograms, "metrics.histograms", "compact", "Classic histogram buckets: compact (the bounds alerts and boards read; docs/sizing.md) or full (every op histogram with every bound, as before the series budget).")
 	f.shard = addShardFlags(fl)
 	return cmd
 }
@@ -59,6 +61,10 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	logger, err := newLogger(g, stderr)
 	if err != nil {
 		return err
+	}
+	hist, err := metrics.ParseHistograms(f.histograms)
+	if err != nil {
+		return usageError(fmt.Errorf("--metrics.histograms: %w", err))
 	}
 	if f.webConfig != "" {
 		if err := toolkit.Validate(f.webConfig); err != nil {
@@ -85,7 +91,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if err != nil {
 		return usageError(err)
 	}
-	m := metrics.New(mreg)
+	m := metrics.NewWith(mreg, metrics.Options{Histograms: hist})
 	eng := engine.New(m, mreg, logger, f.grace)
 	// The status page (/) sees every sample through its own bounded store.
 	st := status.New(status.Options{})

@@ -163,7 +163,9 @@ targets:
 func startEngine(t *testing.T, yaml string) *enginetest.Harness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	// Full: the scenarios count samples above 0.1, 1 and 2.5 s in the
+	// latency and service-time histograms (compact has no such bounds).
+	m := metrics.NewWith(reg, metrics.Options{Histograms: metrics.Full})
 	e := engine.New(m, reg, enginetest.Logger(), 2*time.Second)
 	cfg := enginetest.Parse(t, yaml)
 	if err := e.Apply(cfg); err != nil {
