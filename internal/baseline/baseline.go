@@ -226,35 +226,50 @@ func Parse(data []byte) (*File, error) {
 	return &b, nil
 }
 
-// Validate reports every problem, each prefixed by its path in the file.
+// Validate applies the policy's defaults and reports every problem, each
+// prefixed by its path in the file, section by section.
 func (b *File) Validate() Errors {
-	var errs Errors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
-	}
-	checkFactors := func(path string, f Factors) {
-		if f.Warning < 1 {
-			bad(path+".warning", "must be at least 1 (a figure measured under load is a ceiling), got %g", f.Warning)
-		}
-		if f.Critical <= f.Warning {
-			bad(path+".critical", "must be above warning (%g), got %g", f.Warning, f.Critical)
-		}
-	}
-	checkFactors("factors", b.Factors)
+	var p Errors
+	p.factors("factors", b.Factors)
 	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
-		bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
+		p.bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
 	}
-	// Policy knobs added after the first baseline files: absent means the default.
-	if b.Policy.StaleIntervals == 0 {
-		b.Policy.StaleIntervals = 3
+	b.Policy.applyDefaults()
+	b.Policy.validate(&p)
+	sources := validateSources(b.Sources, &p)
+	validateFigures(b.Figures, sources, &p)
+	return p
+}
+
+func (p *Errors) bad(path, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+func (p *Errors) factors(path string, f Factors) {
+	if f.Warning < 1 {
+		p.bad(path+".warning", "must be at least 1 (a figure measured under load is a ceiling), got %g", f.Warning)
 	}
-	if b.Policy.ErrorMinFailures == 0 {
-		b.Policy.ErrorMinFailures = 5
+	if f.Critical <= f.Warning {
+		p.bad(path+".critical", "must be above warning (%g), got %g", f.Warning, f.Critical)
 	}
-	if b.Policy.MinSlowSamples == 0 {
-		b.Policy.MinSlowSamples = 2
+}
+
+// applyDefaults fills the policy knobs added after the first baseline
+// files: absent means the default.
+func (pol *Policy) applyDefaults() {
+	if pol.StaleIntervals == 0 {
+		pol.StaleIntervals = 3
 	}
-	p := b.Policy
+	if pol.ErrorMinFailures == 0 {
+		pol.ErrorMinFailures = 5
+	}
+	if pol.MinSlowSamples == 0 {
+		pol.MinSlowSamples = 2
+	}
+}
+
+func (p Policy) validate(errs *Errors) {
+	bad := errs.bad
 	if p.SLOObjective <= 0.9 || p.SLOObjective >= 1 {
 		bad("policy.slo_objective", "must be in (0.9, 1), got %g", p.SLOObjective)
 	} else if 14.4*(1-p.SLOObjective) >= 1 {
@@ -309,8 +324,13 @@ func (b *File) Validate() Errors {
 	if !nameRE.MatchString(p.Job) {
 		bad("policy.job", "must be a Prometheus job name like dbcanary, got %q", p.Job)
 	}
+}
+
+// validateSources checks the sources and returns their ids.
+func validateSources(list []Source, p *Errors) map[string]bool {
+	bad := p.bad
 	sources := map[string]bool{}
-	for i, s := range b.Sources {
+	for i, s := range list {
 		path := fmt.Sprintf("sources[%d]", i)
 		switch {
 		case s.ID == "":
@@ -326,9 +346,15 @@ func (b *File) Validate() Errors {
 			bad(path+".conditions", "missing: state the test conditions")
 		}
 	}
+	return sources
+}
+
+// validateFigures checks the figures against each other and the sources.
+func validateFigures(figures []Figure, sources map[string]bool, p *Errors) {
+	bad := p.bad
 	ids := map[string]bool{}
 	alerted := map[string]string{} // backend/op/phase/stat[/target] → figure id: one alert figure each
-	for i, f := range b.Figures {
+	for i, f := range figures {
 		path := fmt.Sprintf("figures[%d]", i)
 		if f.ID != "" {
 			path = fmt.Sprintf("figures[%d](%s)", i, f.ID)
@@ -367,7 +393,7 @@ func (b *File) Validate() Errors {
 			bad(path+".use", "must be alert or reference, got %q", f.Use)
 		}
 		if f.Factors != nil {
-			checkFactors(path+".factors", *f.Factors)
+			p.factors(path+".factors", *f.Factors)
 		}
 		for j, t := range f.Targets {
 			switch {
@@ -431,5 +457,4 @@ func (b *File) Validate() Errors {
 			bad(path+".kind", "must be latency, phase or throughput, got %q", f.Kind)
 		}
 	}
-	return errs
 }
