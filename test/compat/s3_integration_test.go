@@ -109,6 +109,21 @@ func (st s3Store) bucket(t *testing.T, name string) string {
 	return name
 }
 
+// removeBucket empties and removes a bucket if it exists.
+func (st s3Store) removeBucket(t *testing.T, name string) {
+	t.Helper()
+	c, ctx := st.admin(t), context.Background()
+	if ok, _ := c.BucketExists(ctx, name); !ok {
+		return
+	}
+	for _, k := range st.keys(t, name) {
+		_ = c.RemoveObject(ctx, name, k, minio.RemoveObjectOptions{})
+	}
+	if err := c.RemoveBucket(ctx, name); err != nil {
+		t.Fatalf("remove bucket %s: %v", name, err)
+	}
+}
+
 // yaml is a one-target config for the store; extra lines go into the s3 section.
 func (st s3Store) yaml(target, bucket, ops string, extra ...string) string {
 	tlsLine := ""
@@ -233,7 +248,7 @@ func s3Row(t *testing.T, st s3Store) {
 	}
 	t.Run("missing bucket", func(t *testing.T) {
 		missing := "dbcanary-compat-" + st.name + "-nobucket"
-		_ = st.admin(t).RemoveBucket(context.Background(), missing)
+		st.removeBucket(t, missing)
 		p := st.probe(t, st.yaml(st.name+"-nobucket", missing, "", "create_bucket: false"))
 		err := prepare(p, 30*time.Second)
 		if probes.CauseOf(err) != probes.CauseSetup || !strings.Contains(err.Error(), `bucket "`+missing+`" does not exist`) {
@@ -248,6 +263,7 @@ func s3Row(t *testing.T, st s3Store) {
 			t.Logf("%s with a missing bucket: %v", op, err)
 		}
 		if ok, _ := st.admin(t).BucketExists(context.Background(), missing); ok {
+			st.removeBucket(t, missing)
 			t.Fatal("a bucket was created with create_bucket false")
 		}
 	})

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SeaweedFS's S3 gateway, a second independent S3 implementation besides MinIO
+# and Swift (test/compat): one `weed server` process running a master, a volume
+# server, a filer and the S3 gateway, all bound to 127.0.0.1.
+# Built from the Go module proxy at a pinned pseudo-version (the only version the
+# proxy serves). Its go.mod has replace directives, so `go install` refuses it:
+# the module source is downloaded and built with `go build` (several minutes
+# cold on 2 cores, run with nice), cached as $STACK_DIR/bin/weed-$VERSION.
+# Data, config and log under $STACK_DIR/seaweedfs; the S3 identity (an admin
+# key pair) is generated once into files, like MinIO's root credentials.
+# Telemetry, the Iceberg and Lance catalog ports are off, and so is the
+# gateway's auto-creation of a missing bucket on an admin identity's first PUT
+# (-s3.autoCreateBucket, on by default): a missing bucket stays missing, as on
+# AWS, MinIO and Swift, so create_bucket: false means what it says (docs/s3.md).
+# Ports: S3 16383, master 16333, volume 16380, filer 16388 (each gRPC +10000).
+# Usage: seaweedfs.sh install|start|stop|status|env|version
+source "$(dirname "$0")/lib.sh"
+
+VERSION=${DBCANARY_SEAWEEDFS_VERSION:-v0.0.0-20261109003541-7506e5f91cd6}
+MODULE=github.com/seaweedfs/seaweedfs
+S3_PORT=${DBCANARY_SEAWEEDFS_PORT:-16383}
+MASTER_PORT=${DBCANARY_SEAWEEDFS_MASTER_PORT:-16333}
+VOLUME_PORT=${DBCANARY_SEAWEEDFS_VOLUME_PORT:-16380}
+FILER_PORT=${DBCANARY_SEAWEEDFS_FILER_PORT:-16388}
+DIR=$STACK_DIR/seaweedfs
+BIN=$STACK_DIR/bin/weed-$VERSION
+PIDFILE=$DIR/weed.pid
+ACCESS_KEY_FILE=$DIR/access-key
+SECRET_KEY_FILE=$DIR/secret-key
+
+install() {
+  case "$VERSION" in
+    v*) ;;
+    *) die "seaweedfs: DBCANARY_SEAWEEDFS_VERSION must be a module version, not '$VERSION'" ;;
+  esac
+  [ -x "$BIN" ] && return 0
+  mkdir -p "$STACK_DIR/bin" "$DIR"
+  log "seaweedfs: building $MODULE@$VERSION from the Go module proxy (several minutes cold)"
+  local src
+  src=$(GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" | awk -F'"' '$2 == "Dir" { print $4 }')
+  [ -d "$src/weed" ] || die "seaweedfs: go mod download gave no source directory for $MODULE@$VERSION"
+  # Built in the (read-only) module directory as its own main module, so its
+  # replace directives apply; only the binary is written, to a temporary name.
+  (cd "$src" && GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -o "$BIN.tmp.$$" ./weed) >&2 \
+    || { rm -f "$BIN.tmp.$$"; die "seaweedfs: build failed"; }
+  mv "$BIN.tmp.$$" "$BIN"
+}
+
+# ready: the S3 gateway's health endpoint answers 200 (it does once the filer
+# it fronts is up).
+ready() {
+  local line
+  line=$( (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT" &&
+    printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+    IFS= read -r -t 2 l <&3 && printf '%s' "$l") 2>/dev/null) || return 1
+  [[ $line == *" 200 "* ]]
+}
+
+# credentials: the S3 identity, generated once (the access key is a secret too).
+credentials() {
+  if [ ! -s "$ACCESS_KEY_FILE" ]; then
+    local seed; seed=$(secret "$DIR/access-key-seed")
+    printf 'dbcanary%s' "${seed:0:12}" > "$ACCESS_KEY_FILE"
+    chmod 600 "$ACCESS_KEY_FILE"
+  fi
+  secret "$SECRET_KEY_FILE" >/dev/null
+  # Written without echoing the keys anywhere but this 0600 file.
+  (umask 077 && printf '{"identities":[{"name":"dbcanary","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","List","Tagging","Write"]}]}\n' \
+    "$(cat "$ACCESS_KEY_FILE")" "$(cat "$SECRET_KEY_FILE")" > "$DIR/s3.json")
+}
+
+start() {
+  install
+  if pid_alive "$PIDFILE" && ready; then log "seaweedfs: already running"; return 0; fi
+  local p
+  for p in "$S3_PORT" "$MASTER_PORT" "$VOLUME_PORT" "$FILER_PORT"; do
+    if port_open 127.0.0.1 "$p" || port_open 127.0.0.1 $((p + 10000)); then
+      die "seaweedfs: port $p or $((p + 10000)) is taken by another process (set DBCANARY_SEAWEEDFS_*PORT)"
+    fi
+  done
+  mkdir -p "$DIR/data"
+  credentials
+  log "seaweedfs: starting on 127.0.0.1:$S3_PORT (master $MASTER_PORT, volume $VOLUME_PORT, filer $FILER_PORT)"
+  # Small volumes (64 MiB, at most 16) keep the footprint small; the local
+  # sockets go under $DIR instead of /tmp (two instances never share one).
+  nohup "$BIN" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$DIR/data" \
+    -master.port="$MASTER_PORT" -master.volumeSizeLimitMB=64 -master.telemetry=false \
+    -volume.port="$VOLUME_PORT" -volume.max=16 \
+    -filer -filer.port="$FILER_PORT" -filer.localSocket="$DIR/filer.sock" \
+    -s3 -s3.port="$S3_PORT" -s3.config="$DIR/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false \
+    -s3.localSocket="$DIR/s3.sock" \
+    >"$DIR/weed.log" 2>&1 9>&- & # 9>&-: the server must not inherit (and hold) the lock
+  echo $! > "$PIDFILE"
+  local i=0
+  until ready; do
+    if ! pid_alive "$PIDFILE"; then tail -n 30 "$DIR/weed.log" >&2; die "seaweedfs: exited during startup (log above)"; fi
+    i=$((i + 1)); [ "$i" -ge 600 ] && { tail -n 30 "$DIR/weed.log" >&2; stop; die "seaweedfs: not ready after 120s"; }
+    sleep 0.2
+  done
+  log "seaweedfs: ready (pid $(cat "$PIDFILE"))"
+}
+
+stop() { stop_pid "$PIDFILE" seaweedfs 30; }
+
+status() { pid_alive "$PIDFILE" && ready; }
+
+env_() {
+  echo "DBCANARY_TEST_S3_ENDPOINT=127.0.0.1:$S3_PORT"
+  echo "DBCANARY_TEST_S3_REGION=us-east-1"
+  echo "DBCANARY_TEST_S3_ACCESS_KEY_FILE=$ACCESS_KEY_FILE"
+  echo "DBCANARY_TEST_S3_SECRET_KEY_FILE=$SECRET_KEY_FILE"
+  echo "DBCANARY_TEST_S3_PORT=$S3_PORT"
+  echo "DBCANARY_TEST_SEAWEEDFS_VERSION=$VERSION"
+}
+
+case "${1:-}" in
+  install) stack_lock seaweedfs; install ;;
+  start) stack_lock seaweedfs; start ;;
+  stop) stack_lock seaweedfs; stop ;;
+  status) status ;;
+  env) env_ ;;
+  version) echo "$VERSION" ;;
+  *) echo "usage: $0 install|start|stop|status|env|version" >&2; exit 2 ;;
+esac
