@@ -30,6 +30,10 @@ AUTH=${DBCANARY_CASSANDRA_AUTH:-true}
 COMMITLOG_SYNC=${DBCANARY_CASSANDRA_COMMITLOG_SYNC:-periodic}
 COMMITLOG_SYNC_PERIOD=${DBCANARY_CASSANDRA_COMMITLOG_SYNC_PERIOD:-10000ms}
 COMMITLOG_COMPRESSION=${DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION:-}
+# hinted_handoff_enabled (unset: Cassandra's default, true). The cluster's
+# ledger proof turns it off so that a write acknowledged at ONE exists on one
+# replica only, as when the others were down past max_hint_window.
+HINTED_HANDOFF=${DBCANARY_CASSANDRA_HINTED_HANDOFF:-}
 # Client-to-node TLS (native protocol only): TLS_DIR holds ca.pem and
 # server.pem (the node's private key, PKCS#8, then its certificate); with
 # TLS_CLIENT_AUTH=true clients must present a certificate signed by ca.pem.
@@ -102,6 +106,7 @@ credentials_validity: 0ms
 YAML
   if [ -n "$BROADCAST_RPC" ]; then echo "broadcast_rpc_address: $BROADCAST_RPC" >> "$DIR/cassandra.yaml"; fi
   if [ -n "$AUTO_BOOTSTRAP" ]; then echo "auto_bootstrap: $AUTO_BOOTSTRAP" >> "$DIR/cassandra.yaml"; fi
+  if [ -n "$HINTED_HANDOFF" ]; then echo "hinted_handoff_enabled: $HINTED_HANDOFF" >> "$DIR/cassandra.yaml"; fi
   if [ -n "$TLS_DIR" ]; then
     [ -f "$TLS_DIR/server.pem" ] && [ -f "$TLS_DIR/ca.pem" ] || die "cassandra: DBCANARY_CASSANDRA_TLS_DIR needs ca.pem and server.pem"
     cat >> "$DIR/cassandra.yaml" <<YAML
