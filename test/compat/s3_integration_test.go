@@ -278,7 +278,31 @@ func TestSeaweedFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("SeaweedFS %s", env.Get(t, "DBCANARY_TEST_SEAWEEDFS_VERSION"))
-	s3Row(t, newS3Store(t, "seaweedfs", env, "http://"+env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), ""))
+	st := newS3Store(t, "seaweedfs", env, "http://"+env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), "")
+	s3Row(t, st)
+	// SeaweedFS has the lifecycle API (Swift's s3api has not): Prepare's rule
+	// must be there as written.
+	t.Run("lifecycle", func(t *testing.T) {
+		b := st.bucket(t, "dbcanary-compat-seaweedfs-lc")
+		p := st.probe(t, st.yaml("seaweedfs-lc", b, ""))
+		if err := prepare(p, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		lc, err := st.admin(t).GetBucketLifecycle(context.Background(), b)
+		if err != nil || len(lc.Rules) != 1 {
+			t.Fatalf("lifecycle after Prepare: %+v, %v; want one rule", lc, err)
+		}
+		r := lc.Rules[0]
+		prefix := r.RuleFilter.Prefix
+		if prefix == "" {
+			prefix = r.Prefix
+		}
+		if prefix != "dbcanary/seaweedfs-lc/" || r.Expiration.Days != 1 {
+			t.Fatalf("lifecycle rule %+v: want prefix dbcanary/seaweedfs-lc/ expiring after 1 day", r)
+		}
+		t.Logf("lifecycle rule as SeaweedFS returns it: prefix %s, expiration %d days, noncurrent %d days, abort incomplete uploads after %d days",
+			prefix, r.Expiration.Days, r.NoncurrentVersionExpiration.NoncurrentDays, r.AbortIncompleteMultipartUpload.DaysAfterInitiation)
+	})
 }
 
 // TestSwiftHTTPS is OpenStack Swift's s3api (Debian's Swift, test/stack/swift.sh)
