@@ -43,7 +43,7 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 
 
 .PHONY: chart-rules chart-boards chart-docs lint-rules-boards
-.PHONY: all build deps test lint unit integration bench demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
+.PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
 
 all: build
 
@@ -75,6 +75,8 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags integration ./...
 	$(GO) vet -tags 'integration soakpages' ./test/pages/
 	$(STATICCHECK) -tags 'integration soakpages' ./test/pages/
+	$(GO) vet -tags 'integration storeload' ./test/bench/
+	$(STATICCHECK) -tags 'integration storeload' ./test/bench/
 	@$(MAKE) --no-print-directory lint-rules-boards
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
@@ -152,6 +154,10 @@ pages-stack:
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/
+
+## bench-load: the load one instance puts on each store at each backend's defaults (ops/s, payload and socket bytes/s; LOAD_WINDOW=3m), next to check-config's estimate; docs/load.md keeps the table (not in make test)
+bench-load: deps
+	$(GO) test -tags 'integration storeload' -run '^TestStoreLoad$$' -count=1 -v -timeout 20m ./test/bench/
 
 ## demo: bring up the local stack and run dbcanary against it
 demo: build stack-up

@@ -85,6 +85,11 @@ type OpSpec struct {
 	Phases []string
 	// Help is one line for the config reference and `dbcanary once`.
 	Help string
+	// Sent and Received are the payload bytes one run of the op typically
+	// moves to and from the store (the canary's data and what the store
+	// returns of it, without protocol overhead). check-config multiplies them
+	// by the op's rate to print the load a target puts on its store.
+	Sent, Received float64
 }
 
 // Config is a backend's section of a target's configuration (for example the

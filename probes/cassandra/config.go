@@ -76,6 +76,11 @@ type MixedConfig struct {
 	RecentKeys int `yaml:"recent_keys"`
 }
 
+// rowBytes is the mean size of a row's two blobs.
+func (m MixedConfig) rowBytes() float64 {
+	return float64(m.ASize.Min+m.ASize.Max)/2 + float64(m.BSize.Min+m.BSize.Max)/2
+}
+
 // SizeRange is a uniform size distribution, both ends included.
 type SizeRange struct {
 	Min int `yaml:"min"`
@@ -316,13 +321,13 @@ func (c *Config) opNames() []string {
 func (c *Config) Ops() []probes.OpSpec {
 	if c.Profile == ProfileYCSBA {
 		return append([]probes.OpSpec{
-			{Name: OpRead, DefaultRate: 0.95, Help: "read a whole usertable row this instance wrote and compare the 10 fields byte for byte"},
-			{Name: OpUpdate, DefaultRate: 0.05, Help: "update one field of a usertable row of this instance (the whole row the first time)"},
+			{Name: OpRead, DefaultRate: 0.95, Received: float64(10 * c.YCSBA.FieldLength), Help: "read a whole usertable row this instance wrote and compare the 10 fields byte for byte"},
+			{Name: OpUpdate, DefaultRate: 0.05, Sent: float64(c.YCSBA.FieldLength), Help: "update one field of a usertable row of this instance (the whole row the first time)"},
 		}, ledger.Specs()...)
 	}
 	return append([]probes.OpSpec{
-		{Name: OpInsert, DefaultRate: 0.2, Help: "insert a mixed_workload row (uuid key, blobs a and b of random sizes) with the table TTL"},
-		{Name: OpRead, DefaultRate: 0.8, Help: "read a row this instance inserted recently and compare both blobs byte for byte"},
+		{Name: OpInsert, DefaultRate: 0.2, Sent: c.MixedWorkload.rowBytes(), Help: "insert a mixed_workload row (uuid key, blobs a and b of random sizes) with the table TTL"},
+		{Name: OpRead, DefaultRate: 0.8, Received: c.MixedWorkload.rowBytes(), Help: "read a row this instance inserted recently and compare both blobs byte for byte"},
 		{Name: OpReadMiss, DefaultRate: 0, Help: "read a key never written (expects no row): the missing half of a half-miss read mix"},
 	}, ledger.Specs()...)
 }

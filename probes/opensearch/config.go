@@ -155,14 +155,15 @@ func (c *Config) Validate() []error {
 
 // Ops implements probes.Config.
 func (c *Config) Ops() []probes.OpSpec {
+	doc, ref := payloadSizes(c.BodyWords)
 	return append([]probes.OpSpec{
-		{Name: OpIndex, DefaultRate: 1, Help: "index one generated document into today's canary index"},
-		{Name: OpBulk, DefaultRate: 0.2, Help: "bulk-index bulk_size documents (index-append); any item error fails the op"},
-		{Name: OpSearchAll, DefaultRate: 0.5, Help: "match_all filtered to this instance's reference set; hits must be exactly the reference documents"},
-		{Name: OpSearchTerm, DefaultRate: 0.5, Help: "term query on the keyword field topic; hits must be exactly the expected reference documents"},
-		{Name: OpSearchPhrase, DefaultRate: 0.5, Help: "match_phrase on the body; hits must be exactly the expected reference documents"},
-		{Name: OpGet, DefaultRate: 1, Help: "get a document this instance indexed by id and compare every field"},
-		{Name: OpVisibility, DefaultRate: 0.2, Phases: []string{PhaseIndexed, PhaseVisible},
+		{Name: OpIndex, DefaultRate: 1, Sent: doc, Help: "index one generated document into today's canary index"},
+		{Name: OpBulk, DefaultRate: 0.2, Sent: doc * float64(c.BulkSize), Help: "bulk-index bulk_size documents (index-append); any item error fails the op"},
+		{Name: OpSearchAll, DefaultRate: 0.5, Received: ref * refCount, Help: "match_all filtered to this instance's reference set; hits must be exactly the reference documents"},
+		{Name: OpSearchTerm, DefaultRate: 0.5, Received: ref * refCount / float64(len(topics)), Help: "term query on the keyword field topic; hits must be exactly the expected reference documents"},
+		{Name: OpSearchPhrase, DefaultRate: 0.5, Received: ref * refCount / float64(len(phrases)), Help: "match_phrase on the body; hits must be exactly the expected reference documents"},
+		{Name: OpGet, DefaultRate: 1, Received: doc, Help: "get a document this instance indexed by id and compare every field"},
+		{Name: OpVisibility, DefaultRate: 0.2, Sent: doc, Received: doc, Phases: []string{PhaseIndexed, PhaseVisible},
 			Help: "index a document, then search until it is found: the index-to-searchable (refresh) lag, bounded by visibility_timeout"},
 	}, ledger.Specs()...)
 }

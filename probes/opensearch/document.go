@@ -310,3 +310,17 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// payloadSizes are the JSON sizes of an op document with bodyWords words and
+// of a reference document (the mean over the set): the payload estimates
+// check-config prints a target's load from.
+func payloadSizes(bodyWords int) (doc, ref float64) {
+	const instance = "dbcanary-0123456789ab" // an instance id of the usual length
+	b, _ := json.Marshal(opDoc(instance, "0123456789ab", 1, time.Unix(0, 0), bodyWords, rand.New(rand.NewPCG(1, 2))))
+	var total int
+	for _, d := range refDocs(instance) {
+		r, _ := json.Marshal(d)
+		total += len(r)
+	}
+	return float64(len(b)), float64(total) / refCount
+}

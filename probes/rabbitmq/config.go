@@ -104,7 +104,7 @@ func (c *Config) Validate() []error {
 // Ops implements probes.Config.
 func (c *Config) Ops() []probes.OpSpec {
 	specs := []probes.OpSpec{
-		{Name: OpPublish, DefaultRate: 1, Help: "publish a persistent message with publisher confirms; latency ends at the broker's confirm"},
+		{Name: OpPublish, DefaultRate: 1, Sent: float64(c.MessageSize), Received: float64(c.MessageSize), Help: "publish a persistent message with publisher confirms; latency ends at the broker's confirm"},
 		{Name: OpConsume, Async: true, Phases: nil, Help: "one sample per canary message received: latency from the publish's intended start, service time from its send; body compared byte for byte"},
 	}
 	for _, s := range ledger.Specs() {

@@ -294,9 +294,9 @@ func (c *Config) Ops() []probes.OpSpec {
 	specs := make([]probes.OpSpec, 0, 4*len(c.Sizes)+1)
 	for _, s := range c.Sizes {
 		specs = append(specs,
-			probes.OpSpec{Name: OpName(OpPut, s), DefaultRate: defaultObjectRate,
+			probes.OpSpec{Name: OpName(OpPut, s), DefaultRate: defaultObjectRate, Sent: float64(s),
 				Help: fmt.Sprintf("write a %s object with deterministic content (multipart above multipart_threshold); overwrites the oldest canary object of that size when max_objects_per_size is reached", s)},
-			probes.OpSpec{Name: OpName(OpGet, s), DefaultRate: defaultObjectRate, Phases: []string{PhaseFirstByte, PhaseLastByte},
+			probes.OpSpec{Name: OpName(OpGet, s), DefaultRate: defaultObjectRate, Received: float64(s), Phases: []string{PhaseFirstByte, PhaseLastByte},
 				Help: fmt.Sprintf("read a %s canary object back and compare every byte; phases first_byte and last_byte count from the op's intended start, like its latency (a setup write of a first object is left out)", s)},
 			probes.OpSpec{Name: OpName(OpHead, s), DefaultRate: defaultObjectRate,
 				Help: fmt.Sprintf("HEAD a %s canary object and check its size and ETag", s)},

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckConfigLoad: check-config prints each target's load from its ops'
+// payload estimates at the configured rates, and the instance's total.
+func TestCheckConfigLoad(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("canary-key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, `
+global: {instance_id: load-test}
+targets:
+  - name: objects
+    backend: s3
+    ops: {put_1MiB: {rate: 1}, get_1MiB: {rate: 0.5}, head_1MiB: {rate: 0.5}, delete_1MiB: {rate: 0}, list: {rate: 0}}
+    s3: {endpoint: "http://127.0.0.1:1", sizes: [1MiB], access_key_id_file: `+key+`, secret_access_key_file: `+key+`}
+  - name: queue
+    backend: rabbitmq
+    ops: {publish: {rate: 2}}
+    rabbitmq: {url: "amqp://127.0.0.1:1/", username: canary, password_file: `+key+`, message_size: 2048}
+`)
+	code, out, errOut := run(t, "check-config", "--config.file", cfg)
+	if code != 0 {
+		t.Fatalf("check-config: %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"  objects (s3): 2.00 ops/s, 1.0 MiB/s to the store, 512.0 KiB/s from it\n",
+		// consume (async) follows publish: not an op of its own, its bytes are publish's
+		"  queue (rabbitmq): 2.00 ops/s, 4.0 KiB/s to the store, 4.0 KiB/s from it\n",
+		"  this instance: 4.00 ops/s, 1.0 MiB/s to the stores, 516.0 KiB/s from them",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check-config output lacks %q:\n%s", want, out)
+		}
+	}
+}
