@@ -50,12 +50,14 @@ func TestMain(m *testing.M) {
 // compatDir is the stack directory of the servers this package starts with
 // settings of their own (another version, TLS): beside the default stack's,
 // kept between runs so downloads stay cached; its servers are stopped.
-func compatDir() string {
-	d := os.Getenv("DBCANARY_STACK_DIR")
-	if d == "" {
-		d = "/var/tmp/dbcanary-stack"
+func compatDir() string { return defaultStackDir() + "-compat" }
+
+// defaultStackDir is the default stack's directory (test/stack/lib.sh).
+func defaultStackDir() string {
+	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
+		return d
 	}
-	return d + "-compat"
+	return "/var/tmp/dbcanary-stack"
 }
 
 // startPrivate starts a server with test/stack/<script>.sh, the stack

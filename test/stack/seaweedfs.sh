@@ -13,6 +13,10 @@
 # (-s3.autoCreateBucket, on by default): a missing bucket stays missing, as on
 # AWS, MinIO and Swift, so create_bucket: false means what it says (docs/s3.md).
 # Ports: S3 16383, master 16333, volume 16380, filer 16388 (each gRPC +10000).
+# Opt-in https (test/compat): DBCANARY_SEAWEEDFS_TLS_DIR names a directory
+# holding cert.pem and key.pem; the gateway then also serves S3 over https on
+# DBCANARY_SEAWEEDFS_TLS_PORT (16443). DBCANARY_SEAWEEDFS_BIN_DIR lets a
+# private instance (another DBCANARY_STACK_DIR) use the cached build.
 # Usage: seaweedfs.sh install|start|stop|status|env|version
 source "$(dirname "$0")/lib.sh"
 
@@ -22,8 +26,11 @@ S3_PORT=${DBCANARY_SEAWEEDFS_PORT:-16383}
 MASTER_PORT=${DBCANARY_SEAWEEDFS_MASTER_PORT:-16333}
 VOLUME_PORT=${DBCANARY_SEAWEEDFS_VOLUME_PORT:-16380}
 FILER_PORT=${DBCANARY_SEAWEEDFS_FILER_PORT:-16388}
+TLS_DIR=${DBCANARY_SEAWEEDFS_TLS_DIR:-}
+TLS_PORT=${DBCANARY_SEAWEEDFS_TLS_PORT:-16443}
 DIR=$STACK_DIR/seaweedfs
-BIN=$STACK_DIR/bin/weed-$VERSION
+BIN_DIR=${DBCANARY_SEAWEEDFS_BIN_DIR:-$STACK_DIR/bin}
+BIN=$BIN_DIR/weed-$VERSION
 PIDFILE=$DIR/weed.pid
 ACCESS_KEY_FILE=$DIR/access-key
 SECRET_KEY_FILE=$DIR/secret-key
@@ -34,7 +41,7 @@ install() {
     *) die "seaweedfs: DBCANARY_SEAWEEDFS_VERSION must be a module version, not '$VERSION'" ;;
   esac
   [ -x "$BIN" ] && return 0
-  mkdir -p "$STACK_DIR/bin" "$DIR"
+  mkdir -p "$BIN_DIR" "$DIR"
   log "seaweedfs: building $MODULE@$VERSION from the Go module proxy (several minutes cold)"
   local src
   src=$(GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" | awk -F'"' '$2 == "Dir" { print $4 }')
@@ -78,6 +85,12 @@ start() {
       die "seaweedfs: port $p or $((p + 10000)) is taken by another process (set DBCANARY_SEAWEEDFS_*PORT)"
     fi
   done
+  local tls=()
+  if [ -n "$TLS_DIR" ]; then
+    for p in cert.pem key.pem; do [ -s "$TLS_DIR/$p" ] || die "seaweedfs: $TLS_DIR/$p is missing"; done
+    if port_open 127.0.0.1 "$TLS_PORT"; then die "seaweedfs: port $TLS_PORT is taken by another process (set DBCANARY_SEAWEEDFS_TLS_PORT)"; fi
+    tls=(-s3.port.https="$TLS_PORT" -s3.cert.file="$TLS_DIR/cert.pem" -s3.key.file="$TLS_DIR/key.pem")
+  fi
   mkdir -p "$DIR/data"
   credentials
   log "seaweedfs: starting on 127.0.0.1:$S3_PORT (master $MASTER_PORT, volume $VOLUME_PORT, filer $FILER_PORT)"
@@ -88,11 +101,11 @@ start() {
     -volume.port="$VOLUME_PORT" -volume.max=16 \
     -filer -filer.port="$FILER_PORT" -filer.localSocket="$DIR/filer.sock" \
     -s3 -s3.port="$S3_PORT" -s3.config="$DIR/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false \
-    -s3.localSocket="$DIR/s3.sock" \
+    -s3.localSocket="$DIR/s3.sock" "${tls[@]}" \
     >"$DIR/weed.log" 2>&1 9>&- & # 9>&-: the server must not inherit (and hold) the lock
   echo $! > "$PIDFILE"
   local i=0
-  until ready; do
+  until ready && { [ -z "$TLS_DIR" ] || port_open 127.0.0.1 "$TLS_PORT"; }; do
     if ! pid_alive "$PIDFILE"; then tail -n 30 "$DIR/weed.log" >&2; die "seaweedfs: exited during startup (log above)"; fi
     i=$((i + 1)); [ "$i" -ge 600 ] && { tail -n 30 "$DIR/weed.log" >&2; stop; die "seaweedfs: not ready after 120s"; }
     sleep 0.2
@@ -111,6 +124,7 @@ env_() {
   echo "DBCANARY_TEST_S3_SECRET_KEY_FILE=$SECRET_KEY_FILE"
   echo "DBCANARY_TEST_S3_PORT=$S3_PORT"
   echo "DBCANARY_TEST_SEAWEEDFS_VERSION=$VERSION"
+  if [ -n "$TLS_DIR" ]; then echo "DBCANARY_TEST_S3_TLS_ENDPOINT=127.0.0.1:$TLS_PORT"; fi
 }
 
 case "${1:-}" in
