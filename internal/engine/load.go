@@ -202,8 +202,6 @@ func (l *Load) Run(ctx context.Context, st Stage) (StageResult, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := newWorker()
-				defer w.timer.Stop()
 				var out probes.Outcome
 				for ctx.Err() == nil {
 					now := time.Now()
@@ -214,7 +212,7 @@ func (l *Load) Run(ctx context.Context, st Stage) (StageResult, error) {
 					if st.MaxOps > 0 && n > st.MaxOps {
 						return
 					}
-					l.r.execute(w, opCtx, job{op: seq[(n-1)%int64(len(seq))], intended: now}, &out)
+					l.r.execute(opCtx, job{op: seq[(n-1)%int64(len(seq))], intended: now}, &out)
 				}
 			}()
 		}
@@ -245,8 +243,6 @@ func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker()
-			defer w.timer.Stop()
 			slot := scheduler.NewWaiter()
 			defer slot.Stop()
 			var out probes.Outcome
@@ -254,7 +250,7 @@ func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, st
 				// Handed over up to scheduler.Lead early: the op starts on
 				// this goroutine at its slot (see runner.work).
 				if slot.Until(opCtx, j.intended) && opCtx.Err() == nil {
-					l.r.execute(w, opCtx, j, &out)
+					l.r.execute(opCtx, j, &out)
 				}
 			}
 		}()

@@ -50,8 +50,7 @@ type runner struct {
 	prepWait backoff.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
 
 	stopSched context.CancelFunc // stops scheduling and idle workers
-	cancelOps context.CancelFunc // cancels in-flight ops
-	workers   []*worker
+	cancelOps context.CancelFunc // cancels in-flight ops (each op's context derives from it)
 	wg        sync.WaitGroup
 
 	// onReport, when set (by `once`), sees every recorded sample.
@@ -186,9 +185,7 @@ func (r *runner) start() {
 		})
 	}()
 	for range r.target.MaxInFlight {
-		w := newWorker()
-		r.workers = append(r.workers, w)
-		go r.work(w, schedCtx, opCtx)
+		go r.work(schedCtx, opCtx)
 	}
 	go func() {
 		defer r.wg.Done()
@@ -210,9 +207,6 @@ func (r *runner) stop(grace time.Duration) {
 	case <-done:
 	case <-time.After(grace):
 		r.cancelOps()
-		for _, w := range r.workers {
-			w.abort()
-		}
 		<-done
 	}
 	r.cancelOps()
@@ -242,9 +236,8 @@ func (r *runner) enqueue(j job) {
 	}
 }
 
-func (r *runner) work(w *worker, schedCtx, opCtx context.Context) {
+func (r *runner) work(schedCtx, opCtx context.Context) {
 	defer r.wg.Done()
-	defer w.timer.Stop()
 	// The op starts on this goroutine at its slot: no hand-off after the
 	// wake-up, and a wake-up within tens of µs instead of the Go timer's
 	// 0..1 ms (scheduler.Waiter).
@@ -259,14 +252,14 @@ func (r *runner) work(w *worker, schedCtx, opCtx context.Context) {
 			if !slot.Until(schedCtx, j.intended) {
 				return
 			}
-			r.execute(w, opCtx, j, &out)
+			r.execute(opCtx, j, &out)
 		}
 	}
 }
 
 // execute runs one op. Latency counts from the intended start, service time
 // from when the request was sent.
-func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outcome) {
+func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
 	start := time.Now()
 	deadline := j.intended.Add(j.op.op.Timeout)
 	if !start.Before(deadline) {
@@ -280,8 +273,8 @@ func (r *runner) execute(w *worker, ctx context.Context, j job, out *probes.Outc
 	// The deadline counts from the intended start, like latency: an op that
 	// waited for a slot has less time left, so no latency exceeds the timeout
 	// by more than the scheduling slack.
-	octx := w.begin(ctx, deadline)
-	defer w.end(octx)
+	octx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	out.Reset(j.intended)
 	err := r.ensurePrepared(octx)
 	if err == nil {

@@ -68,11 +68,9 @@ targets:
 	}
 	r.probe = deadlineProbe{got: make(chan time.Time, 1)}
 	r.prepared.Store(true)
-	w := newWorker()
-	defer w.timer.Stop()
 	intended := time.Now().Add(-400 * time.Millisecond)
 	var out probes.Outcome
-	r.execute(w, context.Background(), job{op: r.ops[0], intended: intended}, &out)
+	r.execute(context.Background(), job{op: r.ops[0], intended: intended}, &out)
 	dl := <-r.probe.(deadlineProbe).got
 	if want := intended.Add(time.Second); !dl.Equal(want) {
 		t.Errorf("op deadline = intended + %s, want intended + 1s", dl.Sub(intended))
