@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,4 +43,49 @@ targets:
 			t.Errorf("check-config output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestLightSidecarLoad runs check-config on the light sidecar setting of
+// docs/load.md (its secrets paths pointed at files of the test) and holds the
+// instance's estimated load under 10 KiB/s each way.
+func TestLightSidecarLoad(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "load.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "<!-- light-sidecar")
+	if !ok {
+		t.Fatal("docs/load.md has no light-sidecar block")
+	}
+	_, rest, _ = strings.Cut(rest, "```yaml\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("docs/load.md: the light-sidecar yaml block is not closed")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"s3/access-key-id", "s3/secret-access-key", "rabbitmq/password"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeConfig(t, dir, "global: {instance_id: light}\n"+strings.ReplaceAll(block, "/etc/dbcanary/secrets/", dir+"/"))
+	code, out, errOut := run(t, "check-config", "--config.file", cfg)
+	if code != 0 {
+		t.Fatalf("check-config on the documented light setting: %d\n%s\n%s", code, out, errOut)
+	}
+	m := regexp.MustCompile(`this instance: [0-9.]+ ops/s, ([0-9.]+) (B|KiB|MiB)/s to the stores, ([0-9.]+) (B|KiB|MiB)/s from them`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no instance load line:\n%s", out)
+	}
+	for _, i := range []int{1, 3} {
+		v, _ := strconv.ParseFloat(m[i], 64)
+		if m[i+1] == "MiB" || (m[i+1] == "KiB" && v >= 10) {
+			t.Errorf("the light sidecar setting costs %s %s/s, want under 10 KiB/s:\n%s", m[i], m[i+1], out)
+		}
+	}
+	t.Logf("%s", out)
 }
