@@ -4,6 +4,9 @@ package clusters
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +43,7 @@ targets:
 }
 
 func cassandraNode(i int) clusterNode {
-	return clusterNode{script: "cassandra-cluster", env: cassandra, i: i}
+	return clusterNode{script: "cassandra-cluster", env: cassandra, store: "CASSANDRA", i: i}
 }
 
 // TestCassandraNodeFaults: the daemon probes the 3-node cluster (RF 3,
@@ -227,5 +230,85 @@ func TestCassandraLedgerNodeLoss(t *testing.T) {
 		checks["missing"], checks["intact"], checks["corrupted"], diff(start.causes, got.causes))
 	if checks["missing"] != 0 || checks["corrupted"] != 0 || checks["intact"] < written {
 		t.Errorf("ledger checks %v after a one-node kill -9, want all %v acknowledged rows intact", checks, written)
+	}
+}
+
+// TestCassandraLedgerOneReplicaLoss is the other half of issue 21's ledger
+// proof: ledger rows acknowledged at ONE by node 1 while nodes 2 and 3 are
+// down, hinted handoff off (so each row is on node 1 alone, as when the others
+// stayed down past max_hint_window) and node 1's commit log the existing
+// proof's (periodic 120s, LZ4-compressed: buffered in the process until each
+// sync), are gone after node 1's kill -9 and the cluster's restart: the ledger
+// reports them missing, every other row intact, and DbcanaryDurabilityLoss
+// fires on the private Prometheus.
+func TestCassandraLedgerOneReplicaLoss(t *testing.T) {
+	const target = "cassandra-ledger-one"
+	lossy := []string{"DBCANARY_CASSANDRA_COMMITLOG_SYNC=periodic", "DBCANARY_CASSANDRA_COMMITLOG_SYNC_PERIOD=120000ms",
+		"DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION=LZ4Compressor", "DBCANARY_CASSANDRA_HINTED_HANDOFF=false"}
+	// Node 1 restarts with the lossy settings; it gets the defaults back at
+	// the cluster's next start, which the test ends with.
+	clusterScript(t, "cassandra-cluster", nil, "stop-node", "1")
+	restartCluster(t, "cassandra-cluster", lossy...)
+	t.Cleanup(func() { restartCluster(t, "cassandra-cluster") })
+
+	d := startDaemon(t, cassandraConfig(t, target, "dbcanary_clusters_ledger_one",
+		"ledger_write: {rate: 2}, ledger_check: {rate: 2}",
+		"      consistency: {ledger_write: ONE, ledger_check: ONE}\n      ledger: {ages: [30s]}\n"))
+	al := startAlerting(t, d.addr)
+	start := d.snap(t, target)
+	d.waitOK(t, target, start, []string{"ledger_write"}, 10, 3*time.Minute, "10 ledger writes on the whole cluster")
+	al.waitScraped(t, target)
+	pre := d.snap(t, target)
+	cassandraNode(2).kill9(t)
+	cassandraNode(3).kill9(t)
+	alone := d.snap(t, target)
+	onNode1 := d.waitOK(t, target, alone, []string{"ledger_write"}, 20, 3*time.Minute, "20 ledger writes acknowledged by node 1 alone")
+	cassandraNode(1).kill9(t)
+	killed := d.snap(t, target)
+	took := restartCluster(t, "cassandra-cluster")
+	t.Logf("node 1 killed, the three nodes started again in %s", took.Round(100*time.Millisecond))
+	end := d.waitOK(t, target, d.snap(t, target), []string{"ledger_write"}, 10, 3*time.Minute, "10 ledger writes after the restart")
+	written := end.ok["ledger_write"] - start.ok["ledger_write"]
+	var got snapshot
+	enginetest.WaitFor(t, 5*time.Minute, "every acknowledged ledger row checked", func() bool {
+		got = d.snap(t, target)
+		return total(got.ledger)-total(start.ledger) >= written
+	})
+	checks := diff(start.ledger, got.ledger)
+	stack.Figure(t, "Cassandra ledger, 3 nodes RF 3, hinted handoff off, node 1 commitlog periodic (120s) LZ4: %v rows acknowledged at ONE (%v by node 1 alone, nodes 2 and 3 killed), node 1 kill -9, cluster restarted: missing %v, intact %v, corrupted %v",
+		written, killed.ok["ledger_write"]-alone.ok["ledger_write"], checks["missing"], checks["intact"], checks["corrupted"])
+	// Rows acknowledged from just before nodes 2 and 3 went may be on node 1 alone too.
+	if checks["missing"] == 0 || checks["missing"] > killed.ok["ledger_write"]-pre.ok["ledger_write"] || checks["corrupted"] != 0 ||
+		checks["missing"]+checks["intact"] != written {
+		t.Errorf("ledger checks %v: want some of the %v rows node 1 alone acknowledged missing, every other of the %v intact",
+			checks, onNode1.ok["ledger_write"]-alone.ok["ledger_write"], written)
+	}
+	// The missing rows were counted as their checks came due, some of them
+	// minutes ago: the page is looked for in every evaluation since the kill.
+	if checks["missing"] > 0 {
+		alert := "DbcanaryDurabilityLoss{target=" + target + "}"
+		enginetest.WaitFor(t, 2*time.Minute, alert+" fired since the kill", func() bool {
+			return slices.Contains(al.firedSince(t, "critical", killed.at), alert)
+		})
+		stack.Figure(t, "Cassandra ledger, ONE and node 1 kill -9: critical alerts fired since the kill: %v", al.firedSince(t, "critical", killed.at))
+	}
+}
+
+// TestCassandraFirstContactDownAtStart (issue 21 item 5, Cassandra): with
+// the first contact point killed before dbcanary starts, `dbcanary once`
+// connects through the others and every op succeeds at LOCAL_QUORUM.
+func TestCassandraFirstContactDownAtStart(t *testing.T) {
+	cassandraNode(1).kill9(t)
+	t.Cleanup(func() { restartCluster(t, "cassandra-cluster") })
+	file := filepath.Join(t.TempDir(), "dbcanary.yaml")
+	if err := os.WriteFile(file, []byte(cassandraConfig(t, "cassandra-first-down", "dbcanary_clusters", "insert: {rate: 1}, read: {rate: 1}", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	out, err := exec.Command(binary, "once", "--config.file", file).CombinedOutput()
+	stack.Figure(t, "Cassandra 3 nodes, first contact point (node 1) down before start: dbcanary once exited %v after %s", err, time.Since(t0).Round(100*time.Millisecond))
+	t.Logf("dbcanary once:\n%s", out)
+	if err != nil {
+		t.Errorf("dbcanary once with the first contact point down: %v", err)
 	}
 }

@@ -366,12 +366,14 @@ func (a *alerting) waitScraped(t *testing.T, target string) {
 type clusterNode struct {
 	script string
 	env    stack.Env
-	i      int
+	// store is the env keys' infix: DBCANARY_TEST_<store>_NODE<i>_PIDFILE.
+	store string
+	i     int
 }
 
 func (n clusterNode) pid(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile(n.env.Get(t, fmt.Sprintf("DBCANARY_TEST_CASSANDRA_NODE%d_PIDFILE", n.i)))
+	b, err := os.ReadFile(n.env.Get(t, fmt.Sprintf("DBCANARY_TEST_%s_NODE%d_PIDFILE", n.store, n.i)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,12 +396,20 @@ func (n clusterNode) kill9(t *testing.T) {
 }
 
 // restartCluster starts every node that is not running (the script is
-// idempotent) and returns how long it took.
-func restartCluster(t *testing.T, script string) time.Duration {
+// idempotent), with the DBCANARY_* settings in env, and returns how long it took.
+func restartCluster(t *testing.T, script string, env ...string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
-	if _, err := stack.Script(script, "start"); err != nil {
-		t.Fatal(err)
-	}
+	clusterScript(t, script, env, "start")
 	return time.Since(t0)
+}
+
+// clusterScript runs test/stack/<script>.sh with args and the settings in env.
+func clusterScript(t *testing.T, script string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(stack.Dir(), script+".sh")}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s.sh %v: %v\n%s", script, args, err, out)
+	}
 }

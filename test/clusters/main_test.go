@@ -12,11 +12,11 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// binary is dbcanary built from this tree; cassandra the cluster's env
-// (cassandra-cluster.sh env).
+// binary is dbcanary built from this tree; cassandra and rabbitmq the
+// clusters' env (<store>-cluster.sh env).
 var (
-	binary    string
-	cassandra stack.Env
+	binary              string
+	cassandra, rabbitmq stack.Env
 )
 
 func TestMain(m *testing.M) {
@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cassandra = stack.Must("cassandra-cluster")
+	rabbitmq = stack.Must("rabbitmq-cluster")
 	code := m.Run()
 	stack.Cleanup()
 	_ = os.RemoveAll(dir)
