@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/opensearch"
 )
@@ -87,33 +86,7 @@ func openSearchRow(t *testing.T, name, url string) {
 		everyOp(t, openSearchYAML(name, url, `"*": {rate: 1}, ledger_write: {rate: 0}, ledger_check: {rate: 0}`), 3, 3*time.Minute)
 	})
 	t.Run("ledger", func(t *testing.T) {
-		ledger.SetDir(t.TempDir())
-		t.Cleanup(func() { ledger.SetDir("") })
-		target := name + "-ledger"
-		p := openSearchProbe(t, openSearchYAML(target, url, "", "ledger: {ages: [10s]}"))
-		if err := prepare(p, 60*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			if err := runOp(p, ledger.OpWrite, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-		l := p.(interface{ Ledger() *ledger.Ledger }).Ledger()
-		enginetest.WaitFor(t, 120*time.Second, "every ledger entry checked", func() bool {
-			if err := runOp(p, ledger.OpCheck, 30*time.Second); err != nil {
-				t.Fatalf("ledger_check on a healthy node: %v (cause %s)", err, probes.CauseOf(err))
-			}
-			return len(l.Entries()) == 0
-		})
-		got, err := ledger.CheckCounts(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got["intact"] != 3 || got["missing"] != 0 || got["corrupted"] != 0 {
-			t.Fatalf("ledger checks %v, want 3 intact", got)
-		}
-		t.Logf("ledger: %v", got)
+		ledgerRow(t, openSearchYAML(name+"-ledger", url, ledgerOps, "ledger: {ages: [10s]}"), name+"-ledger")
 	})
 	t.Run("429 circuit breaker", func(t *testing.T) { circuitBreaker429(t, name, url) })
 }

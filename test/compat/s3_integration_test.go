@@ -19,7 +19,6 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/s3"
 	"github.com/dbcanary/dbcanary/test/stack"
@@ -185,33 +184,7 @@ func s3Row(t *testing.T, st s3Store) {
 	})
 	t.Run("ledger", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-compat-"+st.name+"-ledger")
-		ledger.SetDir(t.TempDir())
-		t.Cleanup(func() { ledger.SetDir("") })
-		target := st.name + "-ledger"
-		p := st.probe(t, st.yaml(target, b, "", "ledger: {ages: [10s]}"))
-		if err := prepare(p, 60*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			if err := runOp(p, ledger.OpWrite, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-		l := p.(interface{ Ledger() *ledger.Ledger }).Ledger()
-		enginetest.WaitFor(t, 120*time.Second, "every ledger entry checked", func() bool {
-			if err := runOp(p, ledger.OpCheck, 30*time.Second); err != nil {
-				t.Fatalf("ledger_check on a healthy %s: %v (cause %s)", st.name, err, probes.CauseOf(err))
-			}
-			return len(l.Entries()) == 0
-		})
-		got, err := ledger.CheckCounts(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got["intact"] != 3 || got["missing"] != 0 || got["corrupted"] != 0 {
-			t.Fatalf("ledger checks %v, want 3 intact", got)
-		}
-		t.Logf("ledger: %v", got)
+		ledgerRow(t, st.yaml(st.name+"-ledger", b, ledgerOps, "ledger: {ages: [10s]}"), st.name+"-ledger")
 	})
 	t.Run("wrong secret", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-compat-"+st.name+"-auth")
@@ -332,4 +305,33 @@ func TestSeaweedFSHTTPS(t *testing.T) {
 		"DBCANARY_SEAWEEDFS_PORT=17383", "DBCANARY_SEAWEEDFS_TLS_PORT=17443", "DBCANARY_SEAWEEDFS_MASTER_PORT=17333",
 		"DBCANARY_SEAWEEDFS_VOLUME_PORT=17380", "DBCANARY_SEAWEEDFS_FILER_PORT=17388")
 	s3Row(t, newS3Store(t, "seaweedfs-https", env, "https://"+env.Get(t, "DBCANARY_TEST_S3_TLS_ENDPOINT"), filepath.Join(dir, "ca.pem")))
+}
+
+// TestSeaweedFSLeastPrivilege: the canary with a SeaweedFS identity allowed
+// only Read, Write, List and Tagging on its bucket (seaweedfs.sh's
+// dbcanary-canary) runs every op; pointed at a bucket it has no rights on,
+// Prepare fails with setup naming the missing permission, never auth.
+func TestSeaweedFSLeastPrivilege(t *testing.T) {
+	env, err := stack.Start("seaweedfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newS3Store(t, "seaweedfs", env, "http://"+env.Get(t, "DBCANARY_TEST_S3_ENDPOINT"), "")
+	canary := st
+	canary.name = "seaweedfs-canary"
+	canary.keyFile = env.Get(t, "DBCANARY_TEST_S3_CANARY_ACCESS_KEY_FILE")
+	canary.secretFile = env.Get(t, "DBCANARY_TEST_S3_CANARY_SECRET_KEY_FILE")
+	b := st.bucket(t, env.Get(t, "DBCANARY_TEST_S3_CANARY_BUCKET"))
+	t.Run("every op", func(t *testing.T) {
+		everyOp(t, canary.yaml(canary.name, b, `"*": {rate: 1}, ledger_write: {rate: 0}, ledger_check: {rate: 0}`), 3, 3*time.Minute)
+	})
+	t.Run("another bucket", func(t *testing.T) {
+		other := st.bucket(t, "dbcanary-compat-seaweedfs-notmine")
+		p := canary.probe(t, canary.yaml(canary.name+"-other", other, ""))
+		err := prepare(p, 30*time.Second)
+		if c := probes.CauseOf(err); c != probes.CauseSetup || !strings.Contains(err.Error(), "missing permission") {
+			t.Fatalf("prepare on a bucket the identity has no rights on: cause %q, %v; want setup naming the missing permission", c, err)
+		}
+		t.Logf("prepare on a bucket the identity has no rights on: %v", err)
+	})
 }

@@ -34,6 +34,12 @@ BIN=$BIN_DIR/weed-$VERSION
 PIDFILE=$DIR/weed.pid
 ACCESS_KEY_FILE=$DIR/access-key
 SECRET_KEY_FILE=$DIR/secret-key
+# A least-privilege identity beside the admin: read, write, list and tagging
+# on one bucket only (SeaweedFS's per-bucket actions), as an operator gives
+# the canary.
+CANARY_BUCKET=${DBCANARY_SEAWEEDFS_CANARY_BUCKET:-dbcanary-canary}
+CANARY_ACCESS_KEY_FILE=$DIR/canary-access-key
+CANARY_SECRET_KEY_FILE=$DIR/canary-secret-key
 
 install() {
   case "$VERSION" in
@@ -63,17 +69,25 @@ ready() {
   [[ $line == *" 200 "* ]]
 }
 
-# credentials: the S3 identity, generated once (the access key is a secret too).
-credentials() {
-  if [ ! -s "$ACCESS_KEY_FILE" ]; then
-    local seed; seed=$(secret "$DIR/access-key-seed")
-    printf 'dbcanary%s' "${seed:0:12}" > "$ACCESS_KEY_FILE"
-    chmod 600 "$ACCESS_KEY_FILE"
+# key_pair ACCESS_FILE SECRET_FILE: an access key and a secret, generated once
+# (the access key is a secret too).
+key_pair() {
+  if [ ! -s "$1" ]; then
+    local seed; seed=$(secret "$1-seed")
+    printf 'dbcanary%s' "${seed:0:12}" > "$1"
+    chmod 600 "$1"
   fi
-  secret "$SECRET_KEY_FILE" >/dev/null
+  secret "$2" >/dev/null
+}
+
+# credentials: the S3 identities (admin, and the least-privilege canary).
+credentials() {
+  key_pair "$ACCESS_KEY_FILE" "$SECRET_KEY_FILE"
+  key_pair "$CANARY_ACCESS_KEY_FILE" "$CANARY_SECRET_KEY_FILE"
+  local b=$CANARY_BUCKET
   # Written without echoing the keys anywhere but this 0600 file.
-  (umask 077 && printf '{"identities":[{"name":"dbcanary","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","List","Tagging","Write"]}]}\n' \
-    "$(cat "$ACCESS_KEY_FILE")" "$(cat "$SECRET_KEY_FILE")" > "$DIR/s3.json")
+  (umask 077 && printf '{"identities":[{"name":"dbcanary","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","List","Tagging","Write"]},{"name":"dbcanary-canary","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Read:%s","Write:%s","List:%s","Tagging:%s"]}]}\n' \
+    "$(cat "$ACCESS_KEY_FILE")" "$(cat "$SECRET_KEY_FILE")" "$(cat "$CANARY_ACCESS_KEY_FILE")" "$(cat "$CANARY_SECRET_KEY_FILE")" "$b" "$b" "$b" "$b" > "$DIR/s3.json")
 }
 
 start() {
@@ -124,6 +138,9 @@ env_() {
   echo "DBCANARY_TEST_S3_SECRET_KEY_FILE=$SECRET_KEY_FILE"
   echo "DBCANARY_TEST_S3_PORT=$S3_PORT"
   echo "DBCANARY_TEST_SEAWEEDFS_VERSION=$VERSION"
+  echo "DBCANARY_TEST_S3_CANARY_BUCKET=$CANARY_BUCKET"
+  echo "DBCANARY_TEST_S3_CANARY_ACCESS_KEY_FILE=$CANARY_ACCESS_KEY_FILE"
+  echo "DBCANARY_TEST_S3_CANARY_SECRET_KEY_FILE=$CANARY_SECRET_KEY_FILE"
   if [ -n "$TLS_DIR" ]; then echo "DBCANARY_TEST_S3_TLS_ENDPOINT=127.0.0.1:$TLS_PORT"; fi
 }
 
