@@ -22,8 +22,17 @@ func (p *Probe) classify(what string, err error) error {
 	if reason := storeReason(err); reason != "" {
 		return probes.Fail(causeOf(err), fmt.Errorf("cassandra %s: %s: %s: %w", p.hostList, what, reason, err))
 	}
+	if p.cfg.TLS.Configured() && p.cfg.TLS.CertFile == "" && strings.Contains(err.Error(), "connection startup") {
+		return probes.Fail(causeOf(err), fmt.Errorf("cassandra %s: %s: %w (%s)", p.hostList, what, err, noClientCertHint))
+	}
 	return probes.Fail(causeOf(err), fmt.Errorf("cassandra %s: %s: %w", p.hostList, what, err))
 }
+
+// noClientCertHint explains a startup timeout over TLS without a client
+// certificate: a node with client_encryption_options.require_client_auth
+// closes the connection after the handshake with a certificate_required
+// alert, which the driver can miss (it then reports no response to STARTUP).
+const noClientCertHint = "over TLS without a client certificate: a node whose client_encryption_options require one closes such connections, which the driver may report only as this timeout; set tls.cert_file and tls.key_file if the cluster requires client certificates"
 
 // storeReason spells out a coordinator's refusal (Unavailable, WriteTimeout,
 // ReadTimeout, WriteFailure, ReadFailure, Overloaded) with the consistency

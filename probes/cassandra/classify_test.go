@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -50,5 +51,30 @@ func TestStoreReason(t *testing.T) {
 	}
 	if got := p.classify("read", gocql.ErrNoConnections).Error(); got != "cassandra 10.0.0.1,10.0.0.2: read: "+gocql.ErrNoConnections.Error() {
 		t.Errorf("other errors changed: %q", got)
+	}
+}
+
+// TestClassifyStartupTimeoutOverTLSWithoutClientCert: the hint names the
+// client certificate only where it can be the cause.
+func TestClassifyStartupTimeoutOverTLSWithoutClientCert(t *testing.T) {
+	startup := errors.New("gocql: unable to create session: unable to connect to initial hosts: gocql: no response to connection startup within timeout")
+	for _, c := range []struct {
+		name string
+		tls  probes.TLSConfig
+		hint bool
+	}{
+		{"plaintext", probes.TLSConfig{}, false},
+		{"tls without a client certificate", probes.TLSConfig{Enabled: true}, true},
+		{"tls with a client certificate", probes.TLSConfig{Enabled: true, CertFile: "c.pem", KeyFile: "k.pem"}, false},
+	} {
+		p := &Probe{hostList: "127.0.0.1"}
+		p.cfg.TLS = c.tls
+		err := p.classify("connect", startup)
+		if got := strings.Contains(err.Error(), "set tls.cert_file and tls.key_file"); got != c.hint {
+			t.Errorf("%s: hint %v, want %v: %v", c.name, got, c.hint, err)
+		}
+		if !errors.Is(err, startup) {
+			t.Errorf("%s: the driver's error is not wrapped: %v", c.name, err)
+		}
 	}
 }

@@ -100,15 +100,17 @@ func TestRabbitMQOverAMQPS(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 
-	// once: no client certificate, and a CA that did not sign the broker's.
-	onceCfg := config(t, target("no-client-cert", "{ca_file: "+caFile+"}"), target("wrong-ca", "{ca_file: "+otherFile+"}"))
+	// once: no client certificate, a CA that did not sign the broker's, and a
+	// client that expects another host name.
+	onceCfg := config(t, target("no-client-cert", "{ca_file: "+caFile+"}"), target("wrong-ca", "{ca_file: "+otherFile+"}"),
+		target("wrong-name", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s, server_name: rabbitmq.example.org}", caFile, clientCert, clientKey)))
 	octx, ocancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer ocancel()
 	once := exec.CommandContext(octx, binary, "once", "--config.file", onceCfg)
 	var out bytes.Buffer
 	once.Stdout, once.Stderr = &out, &out
 	_ = once.Run()
-	for target, want := range map[string]string{"no-client-cert": "certificate required", "wrong-ca": "certificate signed by unknown authority"} {
+	for target, want := range map[string]string{"no-client-cert": "certificate required", "wrong-ca": "certificate signed by unknown authority", "wrong-name": "not rabbitmq.example.org"} {
 		row := grep(out.String(), target+" ")
 		if f := strings.Fields(row); len(f) < 6 || f[3] != "error" || f[5] != "tls" || !strings.Contains(row, want) {
 			t.Errorf("%s: want cause tls saying %q, got:\n%s", target, want, out.String())
