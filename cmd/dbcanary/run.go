@@ -81,10 +81,6 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
 	logWarnings(cfg, logger)
 
-	if err := useStateDir(cfg.Global.StateDir, logger); err != nil {
-		return err
-	}
-
 	reg := prometheus.NewRegistry()
 	// In vantage mode every dbcanary series carries vantage="<zone>".
 	mreg, err := f.shard.registerer(reg)
@@ -93,8 +89,11 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	}
 	m := metrics.NewWith(mreg, metrics.Options{Histograms: hist})
 	eng := engine.New(m, mreg, logger, f.grace)
+	if err := useStateDir(eng.Ledgers(), cfg.Global.StateDir, logger); err != nil {
+		return err
+	}
 	// The status page (/) sees every sample through its own bounded store.
-	st := status.New(status.Options{})
+	st := status.New(status.Options{Ledgers: eng.Ledgers()})
 	st.SetDaemon(status.Daemon{Build: buildInfo(), InstanceID: cfg.Global.InstanceID, ConfigFile: g.configFile, Shard: f.shard.statusShard()})
 	eng.SetObserver(st)
 	if err := eng.Apply(cfg); err != nil {
@@ -243,12 +242,12 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// useStateDir points the durability ledger at global.state_dir, creating it;
-// without one the ledger lives in memory and says so.
-func useStateDir(dir string, logger *slog.Logger) error {
+// useStateDir points the durability ledgers' store at global.state_dir,
+// creating it; without one the ledgers live in memory and say so.
+func useStateDir(store *ledger.Store, dir string, logger *slog.Logger) error {
 	if dir == "" {
 		logger.Info("durability ledger kept in memory (global.state_dir is not set): a restart forgets the acknowledged writes still to read back")
-		ledger.SetDir("")
+		store.SetDir("")
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -261,7 +260,7 @@ func useStateDir(dir string, logger *slog.Logger) error {
 	probe.Close()
 	os.Remove(probe.Name())
 	logger.Info("durability ledger kept under global.state_dir", "state_dir", dir)
-	ledger.SetDir(dir)
+	store.SetDir(dir)
 	return nil
 }
 

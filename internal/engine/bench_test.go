@@ -21,7 +21,7 @@ func benchRunner(b *testing.B) *runner {
 		b.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry())
-	r, err := newRunner(cfg.Targets[0], "b", false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := newRunner(cfg.Targets[0], "b", false, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 )
 
@@ -33,17 +34,25 @@ type Engine struct {
 	runners map[string]*runner // guarded by applyMu
 	prints  map[string]string  // target name -> fingerprint of its config; guarded by applyMu
 	cfg     atomic.Pointer[config.Config]
+
+	// ledgers is the one store every target's durability ledger is opened
+	// from; its metrics are registered with the others.
+	ledgers *ledger.Store
 }
 
 // New returns an idle engine; Apply starts targets. grace bounds how long
 // stopping a target waits for its in-flight ops.
 func New(m *metrics.Metrics, reg prometheus.Registerer, logger *slog.Logger, grace time.Duration) *Engine {
-	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}}
+	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}, ledgers: ledger.NewStore("")}
 	if reg != nil {
-		reg.MustRegister(&targetInfo{e: e})
+		reg.MustRegister(&targetInfo{e: e}, e.ledgers)
 	}
 	return e
 }
+
+// Ledgers is the store of the targets' durability ledgers: the daemon sets
+// its state directory (global.state_dir), the status page reads it.
+func (e *Engine) Ledgers() *ledger.Store { return e.ledgers }
 
 // Apply makes the running targets match cfg. Probes for new and changed
 // targets are built first: if any cannot be built, nothing changes and the
@@ -67,10 +76,10 @@ func (e *Engine) Apply(cfg *config.Config) error {
 		if old, ok := e.prints[name]; ok && old == prints[name] {
 			continue
 		}
-		r, err := newRunner(t, cfg.Global.InstanceID, false, e.logger)
+		r, err := newRunner(t, cfg.Global.InstanceID, false, e.ledgers, e.logger)
 		if err != nil {
 			for _, f := range fresh {
-				_ = f.probe.Close()
+				_ = f.closeProbe()
 			}
 			return err
 		}

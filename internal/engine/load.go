@@ -70,7 +70,7 @@ type Load struct {
 // NewLoad builds the target's probe in the ephemeral namespace of instance
 // (see EphemeralInstanceID). t.Resolved lists the ops stages may use.
 func NewLoad(t config.Target, instance string, logger *slog.Logger) (*Load, error) {
-	r, err := newRunner(t, instance, true, logger)
+	r, err := newRunner(t, instance, true, nil, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (l *Load) Namespace() string {
 // that does not close within grace is abandoned.
 func (l *Load) Close(grace time.Duration) error {
 	done := make(chan error, 1)
-	go func() { done <- l.r.probe.Close() }()
+	go func() { done <- l.r.closeProbe() }()
 	select {
 	case err := <-done:
 		return err
@@ -322,10 +322,10 @@ func (l *Load) Close(grace time.Duration) error {
 func RunScheduled(ctx context.Context, cfg *config.Config, instance string, d, grace time.Duration, logger *slog.Logger, onSample SampleFunc) error {
 	var runners []*runner
 	for _, t := range cfg.Targets {
-		r, err := newRunner(t, instance, true, logger)
+		r, err := newRunner(t, instance, true, nil, logger)
 		if err != nil {
 			for _, o := range runners {
-				_ = o.probe.Close()
+				_ = o.closeProbe()
 			}
 			return err
 		}

@@ -74,11 +74,11 @@ func runTargetOnce(ctx context.Context, t config.Target, instance string, logger
 	row := func(op string, lat time.Duration, err error) OnceResult {
 		return OnceResult{Target: t.Name, Backend: t.Backend, Op: op, Latency: lat, Cause: probes.CauseOf(err), Err: err}
 	}
-	r, err := newRunner(t, instance, true, logger)
+	r, err := newRunner(t, instance, true, nil, logger)
 	if err != nil {
 		return []OnceResult{row("(config)", 0, err)}
 	}
-	defer func() { _ = r.probe.Close() }()
+	defer func() { _ = r.closeProbe() }()
 
 	var mu sync.Mutex
 	async := map[string]*OnceResult{}

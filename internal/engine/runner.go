@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/scheduler"
 	"github.com/dbcanary/dbcanary/probes"
@@ -25,6 +26,7 @@ import (
 type runner struct {
 	target config.Target
 	probe  probes.Probe
+	ledger *ledger.Ledger // the probe's durability ledger, nil if it keeps none; closed after the probe
 	logger *slog.Logger
 
 	ops    []*opState
@@ -98,9 +100,11 @@ type job struct {
 
 var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot free within the op timeout (max_in_flight reached)"))
 
-// newRunner builds the target's probe; metric series are resolved later by
+// newRunner builds the target's probe and, if it keeps a durability ledger,
+// opens it from ledgers (nil: an in-memory store of its own, for one-shot
+// runs) and hands it over; metric series are resolved later by
 // attachMetrics, once a replaced runner's series are gone.
-func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.Logger) (*runner, error) {
+func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledger.Store, logger *slog.Logger) (*runner, error) {
 	r := &runner{
 		target:   t,
 		logger:   logger.With("target", t.Name, "backend", t.Backend),
@@ -118,6 +122,10 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, logger *slog.
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	r.probe = p
+	if ledgers == nil {
+		ledgers = ledger.NewStore("")
+	}
+	r.ledger = ledgers.Attach(p, t.Probe, ledger.Options{Target: t.Name, Backend: t.Backend, Instance: instanceID, Ephemeral: ephemeral, Logger: r.logger})
 	queue := t.MaxInFlight
 	for _, op := range t.Resolved {
 		s := &opState{op: op}
@@ -222,6 +230,23 @@ func (r *runner) stop(grace time.Duration) {
 	case <-time.After(max(grace, time.Second)):
 		r.logger.Warn("probe did not close within the grace period; abandoned", "grace", grace)
 	}
+	if err := r.closeLedger(); err != nil {
+		r.logger.Warn("durability ledger: cannot save the file", "err", err)
+	}
+}
+
+// closeProbe closes the probe, then its ledger (a one-shot probe's Close
+// reads the ledger to delete what it wrote).
+func (r *runner) closeProbe() error {
+	err := r.probe.Close()
+	return errors.Join(err, r.closeLedger())
+}
+
+func (r *runner) closeLedger() error {
+	if r.ledger == nil {
+		return nil
+	}
+	return r.ledger.Close()
 }
 
 func (r *runner) enqueue(j job) {

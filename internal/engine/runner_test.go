@@ -36,7 +36,7 @@ global: {instance_id: t}
 targets:
   - {name: s, backend: noop, timeout: 2s, ops: {noop: {rate: 1}}}
 `)
-	r, err := newRunner(cfg.Targets[0], "t", false, discard)
+	r, err := newRunner(cfg.Targets[0], "t", false, nil, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ global: {instance_id: t}
 targets:
   - {name: s, backend: noop, timeout: 1s, ops: {noop: {rate: 1}}}
 `)
-	r, err := newRunner(cfg.Targets[0], "t", false, discard)
+	r, err := newRunner(cfg.Targets[0], "t", false, nil, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ global: {instance_id: t}
 targets:
   - {name: s, backend: noop, ops: {noop: {rate: 1}}}
 `)
-	r, err := newRunner(cfg.Targets[0], "t", false, discard)
+	r, err := newRunner(cfg.Targets[0], "t", false, nil, discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,9 @@
 // consistency), so probes can read each one back at set ages (1m, 10m, 1h)
 // and tell an operator that an acknowledged write is gone.
 //
-// A ledger lives in a small JSON file under the state directory (SetDir), so
-// it survives a restart of dbcanary; with no state directory it lives in
+// The daemon opens one Store and the engine opens each target's ledger from
+// it. A ledger lives in a small JSON file under the store's state directory,
+// so it survives a restart of dbcanary; with no state directory it lives in
 // memory. A missing, unreadable or corrupt file starts a fresh, empty ledger:
 // an entry the canary does not know about is never checked, so a lost ledger
 // can only hide losses, never invent one.
@@ -26,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -98,11 +101,12 @@ type Ledger struct {
 	path                      string // "" = in memory
 	logger                    *slog.Logger
 
+	store   *Store
 	mu      sync.Mutex
 	entries []Entry         // oldest first
 	busy    map[string]bool // keys being checked now
-	refs    int
-	warned  bool // the full-ledger warning was logged
+	refs    int             // guarded by store.mu
+	warned  bool            // the full-ledger warning was logged
 	seq     *counters
 	tally   tally // the checks' results, for Status
 
@@ -112,25 +116,47 @@ type Ledger struct {
 	view atomic.Pointer[view]
 }
 
-var (
-	dirMu sync.Mutex
-	dir   string
-	open  = map[string]*Ledger{}
-)
+// Store is the ledgers of one process: the state directory their files go
+// in, the ledger two probes of one target share (a reload builds the new
+// probe before closing the old), and the ledgers' metrics (it is a
+// prometheus.Collector). It is safe for concurrent use.
+type Store struct {
+	mu     sync.Mutex
+	dir    string
+	open   map[string]*Ledger // by ledgerID
+	checks *prometheus.CounterVec
+}
 
-// SetDir sets the state directory new ledgers keep their file in; "" keeps
-// them in memory. Ledgers already open keep their file.
-func SetDir(d string) {
-	dirMu.Lock()
-	defer dirMu.Unlock()
-	dir = d
+// NewStore returns a store whose ledgers keep their file under dir; "" keeps
+// them in memory.
+func NewStore(dir string) *Store {
+	return &Store{dir: dir, open: map[string]*Ledger{}, checks: newChecks()}
+}
+
+// SetDir sets the state directory ledgers opened from now on keep their
+// file in ("" = in memory). Ledgers already open keep their file.
+func (s *Store) SetDir(d string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dir = d
 }
 
 // Dir returns the state directory ("" = in memory).
-func Dir() string {
-	dirMu.Lock()
-	defer dirMu.Unlock()
-	return dir
+func (s *Store) Dir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dir
+}
+
+// ledgers returns the open ledgers.
+func (s *Store) ledgers() []*Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Ledger, 0, len(s.open))
+	for _, l := range s.open {
+		out = append(out, l)
+	}
+	return out
 }
 
 var unsafeName = regexp.MustCompile(`[^a-z0-9_.-]`)
@@ -155,8 +181,8 @@ type Options struct {
 
 // Open returns the target's ledger, loading its file if there is one. Two
 // probes of the same target (a reload builds the new one before closing the
-// old) share one ledger; each calls Close.
-func Open(o Options) *Ledger {
+// old) share one ledger; each open is closed once.
+func (s *Store) Open(o Options) *Ledger {
 	ages := slices.Clone(o.Ages)
 	if len(ages) == 0 {
 		ages = slices.Clone(DefaultAges)
@@ -169,14 +195,14 @@ func Open(o Options) *Ledger {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	dirMu.Lock()
-	defer dirMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	path := ""
-	if dir != "" && !o.Ephemeral {
-		path = filepath.Join(dir, FileName(o.Instance, o.Target, o.Backend))
+	if s.dir != "" && !o.Ephemeral {
+		path = filepath.Join(s.dir, FileName(o.Instance, o.Target, o.Backend))
 	}
 	id := o.Backend + "\x00" + o.Target + "\x00" + o.Instance + "\x00" + path
-	if l, ok := open[id]; ok {
+	if l, ok := s.open[id]; ok {
 		l.mu.Lock()
 		l.refs++
 		l.ages, l.max = ages, o.MaxEntries
@@ -184,17 +210,17 @@ func Open(o Options) *Ledger {
 		l.mu.Unlock()
 		return l
 	}
-	l := &Ledger{target: o.Target, backend: o.Backend, instance: o.Instance, ages: ages, max: o.MaxEntries,
+	l := &Ledger{store: s, target: o.Target, backend: o.Backend, instance: o.Instance, ages: ages, max: o.MaxEntries,
 		path: path, logger: o.Logger.With("ledger", path), busy: map[string]bool{}, refs: 1}
-	l.publish() // before register: the metrics read the view from then on
-	l.seq = register(l)
+	l.publish() // before it is in s.open: the metrics read the view from then on
+	l.seq = s.counters(l)
 	if path != "" {
 		l.mu.Lock()
 		l.load()
 		l.publish()
 		l.mu.Unlock()
 	}
-	open[id] = l
+	s.open[id] = l
 	return l
 }
 
@@ -415,19 +441,20 @@ func (l *Ledger) Entries() []Entry {
 // Close releases the caller's reference; the last one saves the file and
 // removes the ledger's series.
 func (l *Ledger) Close() error {
-	dirMu.Lock()
-	defer dirMu.Unlock()
+	s := l.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.refs--; l.refs > 0 {
 		return nil
 	}
-	for id, o := range open {
+	for id, o := range s.open {
 		if o == l {
-			delete(open, id)
+			delete(s.open, id)
 		}
 	}
-	unregister(l)
+	s.checks.DeletePartialMatch(prometheus.Labels{"target": l.target, "backend": l.backend})
 	return l.save()
 }
 
@@ -490,4 +517,27 @@ func (l *Ledger) Check(ctx context.Context, read ReadFunc, forget func(ctx conte
 		return probes.Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
 	}
 	return nil
+}
+
+// User is a probe that keeps a durability ledger: it is handed the target's
+// ledger (Attach) before its first op, and only writes to it and reads back.
+// Whoever attached the ledger closes it, after the probe's Close.
+type User interface {
+	UseLedger(*Ledger)
+}
+
+// Attach opens, from s, the ledger of a target whose probe p keeps one and
+// whose backend config cfg sets its ages and bound (Configured), hands it to
+// p and returns it; it returns nil, and opens nothing, for any other probe.
+// o names the target; its Ages and MaxEntries come from cfg.
+func (s *Store) Attach(p any, cfg any, o Options) *Ledger {
+	u, ok := p.(User)
+	lc, ok2 := cfg.(Configured)
+	if !ok || !ok2 {
+		return nil
+	}
+	o.Ages, o.MaxEntries = lc.LedgerSettings()
+	l := s.Open(o)
+	u.UseLedger(l)
+	return l
 }

@@ -21,9 +21,7 @@ func entry(key string, acked time.Time) Entry {
 
 func openIn(t *testing.T, dir, target string) *Ledger {
 	t.Helper()
-	SetDir(dir)
-	t.Cleanup(func() { SetDir("") })
-	return Open(Options{Target: target, Backend: "test", Instance: "i1"})
+	return NewStore(dir).Open(Options{Target: target, Backend: "test", Instance: "i1"})
 }
 
 func TestChecksAtEachAgeThenLeaves(t *testing.T) {
@@ -58,7 +56,7 @@ func TestChecksAtEachAgeThenLeaves(t *testing.T) {
 	if n, _ := l.Stats(time.Now()); n != 0 {
 		t.Fatalf("entries after the last age: %d", n)
 	}
-	if got := value(t, checks.WithLabelValues("ages", "test", "1m", "intact")); got != 1 {
+	if got := value(t, l.store.checks.WithLabelValues("ages", "test", "1m", "intact")); got != 1 {
 		t.Fatalf("1m intact = %v", got)
 	}
 }
@@ -96,7 +94,7 @@ func TestCheckReportsMissingAndCorrupted(t *testing.T) {
 	if keys := l.Entries(); len(keys) != 1 || keys[0].Key != "good" {
 		t.Fatalf("left %+v, want only good", keys)
 	}
-	if got := value(t, checks.WithLabelValues("lossy", "test", "1m", "missing")); got != 1 {
+	if got := value(t, l.store.checks.WithLabelValues("lossy", "test", "1m", "missing")); got != 1 {
 		t.Fatalf("missing = %v", got)
 	}
 }
@@ -128,7 +126,7 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 	if len(matches) != 1 || !strings.HasSuffix(matches[0], FileName("i1", "persist", "test")) {
 		t.Fatalf("files %v: want the ledger file alone (no temporary file left)", matches)
 	}
-	l = Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
+	l = NewStore(dir).Open(Options{Target: "persist", Backend: "test", Instance: "i1"}) // a restart
 	got := l.Entries()
 	if len(got) != 1 || got[0].Key != "k1" || !got[0].Acked.Equal(acked) {
 		t.Fatalf("after restart: %+v", got)
@@ -138,7 +136,7 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 	if err := os.WriteFile(matches[0], []byte(`{"version":1,"entries":[{"key":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l = Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
+	l = NewStore(dir).Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
 	defer l.Close()
 	if n, _ := l.Stats(time.Now()); n != 0 {
 		t.Fatalf("a corrupt file gave %d entries, want a fresh ledger", n)
@@ -146,8 +144,7 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 }
 
 func TestBounded(t *testing.T) {
-	SetDir("")
-	l := Open(Options{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
+	l := NewStore("").Open(Options{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
 	defer l.Close()
 	for i, k := range []string{"a", "b", "c", "d"} {
 		_ = l.Add(entry(k, time.Now().Add(time.Duration(i)*time.Second)))
@@ -159,16 +156,16 @@ func TestBounded(t *testing.T) {
 }
 
 func TestSharedByTwoProbesOfOneTarget(t *testing.T) {
-	SetDir("")
-	a := Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
-	b := Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
+	s := NewStore("")
+	a := s.Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
+	b := s.Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
 	if a != b {
 		t.Fatal("two opens of one target gave two ledgers")
 	}
 	_ = a.Add(entry("k", time.Now()))
 	a.Close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(Collector())
+	reg.MustRegister(s)
 	if n, err := count(reg, "dbcanary_ledger_entries"); err != nil || n != 1 {
 		t.Fatalf("entries series %d, %v: the ledger must stay while one probe holds it", n, err)
 	}
@@ -253,7 +250,7 @@ func TestForget(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again := Open(Options{Target: "forget", Backend: "test", Instance: "i1"})
+	again := NewStore(dir).Open(Options{Target: "forget", Backend: "test", Instance: "i1"})
 	defer again.Close()
 	if n := len(again.Entries()); n != 2 {
 		t.Fatalf("reloaded entries: %d, want 2", n)
@@ -263,15 +260,12 @@ func TestForget(t *testing.T) {
 // TestCheckCounts: the figures the kill -9 proofs print come from the
 // counter, by result and by age and result, for one target only.
 func TestCheckCounts(t *testing.T) {
-	checks.WithLabelValues("cc-a", "s3", "1m", "missing").Add(2)
-	checks.WithLabelValues("cc-a", "s3", "10m", "missing").Add(1)
-	checks.WithLabelValues("cc-a", "s3", "1m", "intact").Add(5)
-	checks.WithLabelValues("cc-b", "s3", "1m", "missing").Add(7)
-	t.Cleanup(func() {
-		checks.DeletePartialMatch(prometheus.Labels{"target": "cc-a"})
-		checks.DeletePartialMatch(prometheus.Labels{"target": "cc-b"})
-	})
-	got, err := CheckCounts("cc-a")
+	s := NewStore("")
+	s.checks.WithLabelValues("cc-a", "s3", "1m", "missing").Add(2)
+	s.checks.WithLabelValues("cc-a", "s3", "10m", "missing").Add(1)
+	s.checks.WithLabelValues("cc-a", "s3", "1m", "intact").Add(5)
+	s.checks.WithLabelValues("cc-b", "s3", "1m", "missing").Add(7)
+	got, err := s.CheckCounts("cc-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,9 +277,9 @@ func TestCheckCounts(t *testing.T) {
 }
 
 func TestStatusCountsChecksAndLastLoss(t *testing.T) {
-	SetDir(t.TempDir())
-	l := Open(Options{Target: "st", Backend: "test", Instance: "i1", Ages: []time.Duration{10 * time.Second, time.Minute}, MaxEntries: 50})
-	SetDir("")
+	store := NewStore(t.TempDir())
+	l := store.Open(Options{Target: "st", Backend: "test", Instance: "i1", Ages: []time.Duration{10 * time.Second, time.Minute}, MaxEntries: 50})
+	store.SetDir("")
 	defer l.Close()
 	t0 := time.Now().Add(-2 * time.Minute)
 	for _, k := range []string{"a", "b", "c"} {
@@ -315,16 +309,16 @@ func TestStatusCountsChecksAndLastLoss(t *testing.T) {
 	if ll := s.LastLoss; ll == nil || ll.Key != "c" || ll.Result != Corrupted || ll.Age != "10s" || ll.Where != "t" || ll.Setting != "ONE" || !ll.Acked.Equal(t0) {
 		t.Fatalf("last loss %+v", s.LastLoss)
 	}
-	st, ok := Statuses(time.Now())[[2]string{"st", "test"}]
+	st, ok := store.Statuses(time.Now())[[2]string{"st", "test"}]
 	if !ok || st.Losses() != 2 {
 		t.Fatalf("Statuses: %v %+v", ok, st)
 	}
-	mem := Open(Options{Target: "st-mem", Backend: "test", Instance: "i1"})
+	mem := store.Open(Options{Target: "st-mem", Backend: "test", Instance: "i1"})
 	if s := mem.Status(time.Now()); !s.InMemory || s.File != "" || s.Entries != 0 || s.OldestEntryAge != 0 {
 		t.Fatalf("in-memory status %+v", s)
 	}
 	mem.Close()
-	if _, ok := Statuses(time.Now())[[2]string{"st-mem", "test"}]; ok {
+	if _, ok := store.Statuses(time.Now())[[2]string{"st-mem", "test"}]; ok {
 		t.Error("a closed ledger is still listed")
 	}
 }
@@ -341,5 +335,42 @@ func TestRateWarnings(t *testing.T) {
 	}
 	if w := Warnings(DefaultAges, 0, 0.05, 0); len(w) != 1 || !strings.Contains(w[0], "ledger_check is off") {
 		t.Errorf("check off: %v", w)
+	}
+}
+
+type fakeUser struct{ l *Ledger }
+
+func (u *fakeUser) UseLedger(l *Ledger) { u.l = l }
+
+type fakeConfigured struct{}
+
+func (fakeConfigured) LedgerSettings() ([]time.Duration, int) { return []time.Duration{time.Minute}, 7 }
+
+// TestAttach: a probe that keeps a ledger gets the one the store opened,
+// with the ages and bound of its config, and the store exports its series
+// until the ledger is closed; any other probe gets none.
+func TestAttach(t *testing.T) {
+	s := NewStore("")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	var u fakeUser
+	l := s.Attach(&u, fakeConfigured{}, Options{Target: "att", Backend: "test", Instance: "i1"})
+	if l == nil || u.l != l {
+		t.Fatalf("attached %v, the probe holds %v", l, u.l)
+	}
+	if st := l.Status(time.Now()); st.MaxEntries != 7 || strings.Join(st.Ages, ",") != "1m" {
+		t.Fatalf("ledger settings %+v, want the config's", st)
+	}
+	if n, err := count(reg, "dbcanary_ledger_entries"); err != nil || n != 1 {
+		t.Fatalf("entries series %d, %v", n, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := count(reg, "dbcanary_ledger_entries"); n != 0 {
+		t.Fatalf("entries series %d after close", n)
+	}
+	if s.Attach(&u, struct{}{}, Options{Target: "x"}) != nil || s.Attach(struct{}{}, fakeConfigured{}, Options{Target: "y"}) != nil {
+		t.Error("a ledger for a probe or a config that keeps none")
 	}
 }

@@ -1,19 +1,18 @@
 package ledger
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// checks counts every check of a ledger entry. It is package-level so the
-// probes that own ledgers need no registry: internal/metrics registers
-// Collector() on the daemon's registry.
-var checks = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "dbcanary", Name: "ledger_checks_total",
-	Help: "Acknowledged writes read back by the durability ledger, by age at the check (1m, 10m, 1h) and result (intact, missing, corrupted).",
-}, []string{"target", "backend", "age", "result"})
+// newChecks is a store's dbcanary_ledger_checks_total.
+func newChecks() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "dbcanary", Name: "ledger_checks_total",
+		Help: "Acknowledged writes read back by the durability ledger, by age at the check (1m, 10m, 1h) and result (intact, missing, corrupted).",
+	}, []string{"target", "backend", "age", "result"})
+}
 
 var (
 	entriesDesc = prometheus.NewDesc("dbcanary_ledger_entries",
@@ -22,27 +21,20 @@ var (
 		"Age of the oldest acknowledged write the durability ledger holds (0 when empty).", []string{"target", "backend"}, nil)
 )
 
-var (
-	liveMu sync.Mutex
-	live   = map[*Ledger]bool{}
-)
-
 // counters are a ledger's pre-resolved check series.
 type counters struct {
+	checks          *prometheus.CounterVec
 	target, backend string
 	byAge           map[string]map[Result]prometheus.Counter
 }
 
-// register creates the ledger's series at zero, so an alert on an increase
+// counters creates the ledger's series at zero, so an alert on an increase
 // sees the first loss.
-func register(l *Ledger) *counters {
-	c := &counters{target: l.target, backend: l.backend, byAge: map[string]map[Result]prometheus.Counter{}}
+func (s *Store) counters(l *Ledger) *counters {
+	c := &counters{checks: s.checks, target: l.target, backend: l.backend, byAge: map[string]map[Result]prometheus.Counter{}}
 	for _, a := range l.ages {
 		c.resolve(AgeLabel(a))
 	}
-	liveMu.Lock()
-	live[l] = true
-	liveMu.Unlock()
 	return c
 }
 
@@ -51,7 +43,7 @@ func (c *counters) resolve(age string) map[Result]prometheus.Counter {
 	if !ok {
 		m = map[Result]prometheus.Counter{}
 		for _, r := range Results {
-			m[r] = checks.WithLabelValues(c.target, c.backend, age, string(r))
+			m[r] = c.checks.WithLabelValues(c.target, c.backend, age, string(r))
 		}
 		c.byAge[age] = m
 	}
@@ -60,36 +52,21 @@ func (c *counters) resolve(age string) map[Result]prometheus.Counter {
 
 func (c *counters) count(age time.Duration, r Result) { c.resolve(AgeLabel(age))[r].Inc() }
 
-func unregister(l *Ledger) {
-	liveMu.Lock()
-	delete(live, l)
-	liveMu.Unlock()
-	checks.DeletePartialMatch(prometheus.Labels{"target": l.target, "backend": l.backend})
-}
-
-type collector struct{}
-
-// Collector exports dbcanary_ledger_checks_total and, per open ledger,
-// dbcanary_ledger_entries and dbcanary_ledger_oldest_entry_age_seconds.
-func Collector() prometheus.Collector { return collector{} }
-
-func (collector) Describe(ch chan<- *prometheus.Desc) {
-	checks.Describe(ch)
+// Describe implements prometheus.Collector: dbcanary_ledger_checks_total
+// and, per open ledger, dbcanary_ledger_entries and
+// dbcanary_ledger_oldest_entry_age_seconds.
+func (s *Store) Describe(ch chan<- *prometheus.Desc) {
+	s.checks.Describe(ch)
 	ch <- entriesDesc
 	ch <- oldestDesc
 }
 
-func (collector) Collect(ch chan<- prometheus.Metric) {
-	checks.Collect(ch)
-	liveMu.Lock()
-	ls := make([]*Ledger, 0, len(live))
-	for l := range live {
-		ls = append(ls, l)
-	}
-	liveMu.Unlock()
+// Collect implements prometheus.Collector.
+func (s *Store) Collect(ch chan<- prometheus.Metric) {
+	s.checks.Collect(ch)
 	now := time.Now()
 	seen := map[[2]string]bool{}
-	for _, l := range ls {
+	for _, l := range s.ledgers() {
 		k := [2]string{l.target, l.backend}
 		if seen[k] {
 			continue // two ledgers of one target (a state_dir change on reload): one series
@@ -102,11 +79,11 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // CheckCounts reads dbcanary_ledger_checks_total of one target from this
-// process, keyed by result ("missing") and by age and result ("10m/missing"),
+// store, keyed by result ("missing") and by age and result ("10m/missing"),
 // for tests and bench reports that need the ledger's figures.
-func CheckCounts(target string) (map[string]float64, error) {
+func (s *Store) CheckCounts(target string) (map[string]float64, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(Collector())
+	reg.MustRegister(s)
 	mfs, err := reg.Gather()
 	if err != nil {
 		return nil, err

@@ -150,13 +150,8 @@ func (l *Ledger) Status(now time.Time) Status {
 
 // Statuses returns the state of every open ledger, keyed by target and
 // backend ({target, backend}), in one pass (the status page asks once per render).
-func Statuses(now time.Time) map[[2]string]Status {
-	liveMu.Lock()
-	ls := make([]*Ledger, 0, len(live))
-	for l := range live {
-		ls = append(ls, l)
-	}
-	liveMu.Unlock()
+func (s *Store) Statuses(now time.Time) map[[2]string]Status {
+	ls := s.ledgers()
 	out := make(map[[2]string]Status, len(ls))
 	for _, l := range ls {
 		k := [2]string{l.target, l.backend}

@@ -14,7 +14,6 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -139,7 +138,6 @@ func NewWith(reg prometheus.Registerer, opt Options) *Metrics {
 	}
 	reg.MustRegister(m.Latency, m.ServiceTime, m.Phase, m.Failures, m.Up, m.Misconfigured, m.ExpectedRate, m.LastSuccess, m.Bytes, m.InFlight, m.CertExpiry,
 		m.ReloadSuccess, m.ReloadTimestamp, m.Targets,
-		ledger.Collector(),
 		versioncollector.NewCollector(namespace),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

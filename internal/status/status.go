@@ -50,12 +50,16 @@ type Options struct {
 	FailureWindow time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Ledgers is the store of the targets' durability ledgers
+	// (engine.Ledgers); nil shows no ledger.
+	Ledgers *ledger.Store
 }
 
 // Store is the status page's state. Its methods are safe for concurrent use.
 type Store struct {
 	now         func() time.Time
 	failMinutes int
+	ledgers     *ledger.Store
 
 	writeMu sync.Mutex // serialises TargetStarted's read-modify-write of a target
 	targets sync.Map   // name -> *target; read without a lock
@@ -119,7 +123,7 @@ type message struct {
 
 // New returns an empty store.
 func New(o Options) *Store {
-	s := &Store{now: o.Now, failMinutes: int(DefaultFailureWindow / time.Minute)}
+	s := &Store{now: o.Now, failMinutes: int(DefaultFailureWindow / time.Minute), ledgers: o.Ledgers}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -377,7 +381,10 @@ func (s *Store) Snapshot() Snapshot {
 		LatencyWindowSeconds: LatencyWindow.Seconds(),
 		Targets:              []TargetStatus{},
 	}
-	ledgers := ledger.Statuses(now)
+	var ledgers map[[2]string]ledger.Status
+	if s.ledgers != nil {
+		ledgers = s.ledgers.Statuses(now)
+	}
 	s.targets.Range(func(_, v any) bool {
 		t := v.(*target)
 		ts := t.snapshot(now)

@@ -42,8 +42,11 @@ func do(t testing.TB, h http.Handler, method, target string) (*http.Response, st
 }
 
 // demoStore has a failing, an ok and a not-yet-run target.
-func demoStore() *status.Store {
-	st := status.New(status.Options{})
+func demoStore() *status.Store { return demoStoreWith(nil) }
+
+// demoStoreWith is demoStore showing the durability ledgers of ledgers.
+func demoStoreWith(ledgers *ledger.Store) *status.Store {
+	st := status.New(status.Options{Ledgers: ledgers})
 	st.SetDaemon(status.Daemon{Build: status.BuildInfo{Version: "9.9.9", Revision: "abc123", GoVersion: "go1.26"},
 		InstanceID: "pod-7", ConfigFile: "/etc/dbcanary/dbcanary.yaml", Shard: status.Shard{Index: 1, Count: 3, Vantage: "zone-a"}})
 	st.ConfigLoaded(nil)
@@ -245,13 +248,14 @@ func BenchmarkStatusPage(b *testing.B) {
 // and what its checks found; a recent loss keeps the page red and is named
 // in the summary even after the op is ok again.
 func TestStatusPageLedger(t *testing.T) {
-	st := demoStore()
+	ledgers := ledger.NewStore("")
+	st := demoStoreWith(ledgers)
 	st.TargetStarted("cass-led", "cassandra", []string{"insert", ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
 	now := time.Now()
 	for _, o := range []string{"insert", ledger.OpWrite, ledger.OpCheck} {
 		st.OpRecorded("cass-led", "cassandra", o, now, time.Millisecond, "", nil)
 	}
-	l := ledger.Open(ledger.Options{Target: "cass-led", Backend: "cassandra", Instance: "pod-7", Ages: []time.Duration{time.Minute, 10 * time.Minute}})
+	l := ledgers.Open(ledger.Options{Target: "cass-led", Backend: "cassandra", Instance: "pod-7", Ages: []time.Duration{time.Minute, 10 * time.Minute}})
 	defer l.Close()
 	acked := now.Add(-2 * time.Minute)
 	for _, k := range []string{"k-ok", "k-<gone>"} {
@@ -323,7 +327,7 @@ func TestStatusPageLedger(t *testing.T) {
 	// Eleven minutes later the loss is out of the failure window: the row is
 	// intact again (an entry was read back intact), the loss still named,
 	// the page no longer red for it.
-	later := status.New(status.Options{Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
+	later := status.New(status.Options{Ledgers: ledgers, Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
 	later.TargetStarted("cass-led", "cassandra", []string{ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
 	_, body = do(t, newStatusHandler(t, later), http.MethodGet, "/")
 	if !strings.Contains(body, `<span class="ledger-state intact">intact</span>`) || !strings.Contains(body, `Last loss `) ||
@@ -341,7 +345,8 @@ func TestStatusPageLedger(t *testing.T) {
 // ledger (100 entries, checks at three ages, one in ten with a loss): the
 // page with a ledger row per target.
 func BenchmarkStatusPageLedgers(b *testing.B) {
-	st := status.New(status.Options{})
+	ledgers := ledger.NewStore("")
+	st := status.New(status.Options{Ledgers: ledgers})
 	st.SetDaemon(status.Daemon{Build: status.BuildInfo{Version: "bench", GoVersion: "go"}, InstanceID: "bench"})
 	st.ConfigLoaded(nil)
 	now := time.Now()
@@ -354,7 +359,7 @@ func BenchmarkStatusPageLedgers(b *testing.B) {
 				st.OpRecorded(name, "s3", o, now.Add(time.Duration(j-100)*time.Second), time.Duration(500+j)*time.Microsecond, "", nil)
 			}
 		}
-		l := ledger.Open(ledger.Options{Target: name, Backend: "s3", Instance: "bench"})
+		l := ledgers.Open(ledger.Options{Target: name, Backend: "s3", Instance: "bench"})
 		b.Cleanup(func() { l.Close() })
 		for j := range 100 {
 			key := fmt.Sprintf("dbcanary/%s/bench/ledger/%016x", name, j)

@@ -23,7 +23,6 @@ import (
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -71,7 +70,7 @@ func privateStack(t *testing.T, name, dir string, env ...string) stack.Env {
 func startAlerting(t *testing.T) *alerting {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(ledger.Collector())
+	reg.MustRegister(testLedgers)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

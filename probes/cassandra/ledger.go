@@ -83,9 +83,9 @@ func (c *Config) ledgerLevels() (w, r gocql.Consistency) {
 	return w, r
 }
 
-func (p *Probe) openLedger(t probes.Target) {
-	p.ledger = ledger.Open(ledger.Options{Target: t.Name, Backend: "cassandra", Instance: t.InstanceID,
-		Ages: p.cfg.ledgerAges(), MaxEntries: p.cfg.Ledger.MaxEntries, Ephemeral: t.Ephemeral, Logger: p.logger})
+// ledgerStatements sets the ledger's levels and statements; the ledger
+// itself is handed over by UseLedger.
+func (p *Probe) ledgerStatements() {
 	p.ledgerW, p.ledgerR = p.cfg.ledgerLevels()
 	if p.cfg.Profile == ProfileYCSBA {
 		p.stmts.ledgerWrite = fmt.Sprintf("INSERT INTO %s.usertable (y_id, field0) VALUES (?, ?) USING TTL ?", p.cfg.Keyspace)
@@ -95,6 +95,9 @@ func (p *Probe) openLedger(t probes.Target) {
 		p.stmts.ledgerRead = fmt.Sprintf("SELECT a FROM %s.mixed_workload WHERE key = ?", p.cfg.Keyspace)
 	}
 }
+
+// UseLedger implements ledger.User.
+func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
 
 // Ledger returns the probe's durability ledger.
 func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
@@ -196,16 +199,12 @@ func (p *Probe) ledgerCheck(ctx context.Context, s *gocql.Session, out *probes.O
 // forgetLedger drops every entry: the canary table was created anew, so
 // none of the rows the ledger names can be there.
 func (p *Probe) forgetLedger() {
+	if p.ledger == nil {
+		return // a probe built without the engine (tests) keeps none
+	}
 	if n, err := p.ledger.Forget(time.Now().Add(time.Hour)); n > 0 {
 		p.logger.Warn("durability ledger: the canary table was created anew, forgetting the writes acknowledged into the old one", "entries", n, "err", err)
 	}
-}
-
-func (p *Probe) closeLedger() error {
-	if p.ledger == nil {
-		return nil
-	}
-	return p.ledger.Close()
 }
 
 // LedgerSettings implements ledger.Configured (check-config's rate warnings).

@@ -20,10 +20,14 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
+// testLedgers is the store this test binary opens its probes' durability
+// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
+var testLedgers = ledger.NewStore("")
+
+// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	out, err := ledger.CheckCounts(target)
+	out, err := testLedgers.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +70,13 @@ consistency: {ledger_write: ONE, ledger_check: ONE}
 ledger: {ages: [10s]}
 `, n.env["DBCANARY_TEST_CASSANDRA_HOST"], n.cql, n.env["DBCANARY_TEST_CASSANDRA_USER"], n.env["DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"], n.env["DBCANARY_TEST_CASSANDRA_DC"])
 	cfg := enginetest.Parse(t, engineConfig("it-ledger", target, "ledger_write: {rate: 1}", cass))
-	p, err := cassandra.New(probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger()})
+	pt := probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger()}
+	p, err := cassandra.New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	enginetest.AttachLedger(t, testLedgers, p, "cassandra", pt)
 	enginetest.WaitFor(t, 90*time.Second, "the canary table", func() bool { return prepare(t, p) == nil })
 	return p
 }

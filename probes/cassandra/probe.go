@@ -113,7 +113,7 @@ func New(t probes.Target) (*Probe, error) {
 		p.stmts.insert = fmt.Sprintf("INSERT INTO %s.mixed_workload (key, a, b) VALUES (?, ?, ?) USING TTL ?", ks)
 		p.stmts.read = fmt.Sprintf("SELECT * FROM %s.mixed_workload WHERE key = ?", ks)
 	}
-	p.openLedger(t)
+	p.ledgerStatements()
 	return p, nil
 }
 
@@ -217,10 +217,6 @@ func (p *Probe) missed(cause probes.Cause, err error, confirm func(gocql.Consist
 // run: every row carries the TTL and expires by itself, and deleting would
 // only add tombstones.
 func (p *Probe) Close() error {
-	lerr := p.closeLedger()
-	if lerr != nil {
-		p.logger.Warn("durability ledger: cannot save the file", "err", lerr)
-	}
 	p.mu.Lock()
 	sess := p.sess
 	p.sess = nil

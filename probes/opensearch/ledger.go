@@ -31,10 +31,8 @@ func (c *Config) ledgerLimit() (time.Duration, string) {
 // (dbcanary was down past its check): its index may be gone by retention.
 func (c *Config) ledgerForgetAfter() time.Duration { return c.Retention }
 
-func (p *Probe) openLedger(t probes.Target) {
-	p.ledger = ledger.Open(ledger.Options{Target: t.Name, Backend: "opensearch", Instance: t.InstanceID,
-		Ages: p.cfg.Ledger.EffectiveAges(), MaxEntries: p.cfg.Ledger.MaxEntries, Ephemeral: t.Ephemeral, Logger: p.logger})
-}
+// UseLedger implements ledger.User.
+func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
 
 // Ledger returns the probe's durability ledger.
 func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
@@ -100,4 +98,13 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 // LedgerSettings implements ledger.Configured (check-config's rate warnings).
 func (c *Config) LedgerSettings() ([]time.Duration, int) {
 	return c.Ledger.EffectiveAges(), c.Ledger.MaxEntries
+}
+
+// ledgerEntries are the ledger's entries; none when no ledger was handed
+// over (a probe built without the engine, in tests).
+func (p *Probe) ledgerEntries() []ledger.Entry {
+	if p.ledger == nil {
+		return nil
+	}
+	return p.ledger.Entries()
 }

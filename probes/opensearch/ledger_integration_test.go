@@ -19,10 +19,14 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
+// testLedgers is the store this test binary opens its probes' durability
+// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
+var testLedgers = ledger.NewStore("")
+
+// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	out, err := ledger.CheckCounts(target)
+	out, err := testLedgers.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,6 @@ func New(t probes.Target) (*Probe, error) {
 		return nil, fmt.Errorf("opensearch client: %w", err)
 	}
 	p.client = client
-	p.openLedger(t)
 	return p, nil
 }
 
@@ -163,7 +162,7 @@ func (p *Probe) Close() error {
 	if p.ephemeral {
 		err = p.deleteOwnDocuments()
 	}
-	return errors.Join(err, p.ledger.Close(), p.client.Close())
+	return errors.Join(err, p.client.Close())
 }
 
 // deleteOwnDocuments deletes, by id, this run's reference sets and the
@@ -189,7 +188,7 @@ func (p *Probe) deleteOwnDocuments() error {
 			del(index, id)
 		}
 	}
-	for _, e := range p.ledger.Entries() { // the durability ledger's documents still to check
+	for _, e := range p.ledgerEntries() { // the durability ledger's documents still to check
 		del(e.Where, e.Key)
 	}
 	p.recentMu.Lock()

@@ -93,11 +93,13 @@ func newProbe(t *testing.T, target, instance string, edit func(*Config)) *Probe 
 	if errs := c.Validate(); len(errs) != 0 {
 		t.Fatalf("config: %v", errs)
 	}
-	p, err := New(probes.Target{Name: target, InstanceID: instance, Config: &c, Logger: enginetest.Logger()})
+	pt := probes.Target{Name: target, InstanceID: instance, Config: &c, Logger: enginetest.Logger()}
+	p, err := New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	enginetest.AttachLedger(t, testLedgers, p, "opensearch", pt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Prepare(ctx); err != nil {

@@ -86,10 +86,10 @@ type ledgerState struct {
 	heldCh *amqp.Channel
 }
 
-func (p *Probe) openLedger(t probes.Target) {
+// newLedgerState names the ledger queue and the durability its writes are
+// acknowledged at; the ledger itself is handed over by UseLedger.
+func (p *Probe) newLedgerState() {
 	p.led = &ledgerState{queue: p.queue + ".ledger"}
-	p.led.l = ledger.Open(ledger.Options{Target: t.Name, Backend: "rabbitmq", Instance: t.InstanceID,
-		Ages: p.cfg.ledgerAges(), MaxEntries: p.cfg.Ledger.MaxEntries, Ephemeral: t.Ephemeral, Logger: p.logger})
 	switch {
 	case p.cfg.ledgerQueueType() == "quorum":
 		p.led.setting = "quorum queue"
@@ -99,6 +99,9 @@ func (p *Probe) openLedger(t probes.Target) {
 		p.led.setting = "classic queue, persistent message"
 	}
 }
+
+// UseLedger implements ledger.User.
+func (p *Probe) UseLedger(l *ledger.Ledger) { p.led.l = l }
 
 // Ledger returns the probe's durability ledger.
 func (p *Probe) Ledger() *ledger.Ledger { return p.led.l }
@@ -291,8 +294,8 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	return s.l.Check(ctx, read, nil)
 }
 
-// closeLedger releases the ledger; a one-shot run deletes its queue.
-func (p *Probe) closeLedger() error {
+// dropLedgerQueue deletes a one-shot run's ledger queue.
+func (p *Probe) dropLedgerQueue() {
 	s := p.led
 	s.chMu.Lock()
 	ch := s.ch
@@ -300,7 +303,6 @@ func (p *Probe) closeLedger() error {
 	if p.ephemeral && ch != nil && !ch.IsClosed() {
 		_, _ = ch.QueueDelete(s.queue, false, false, false)
 	}
-	return s.l.Close()
 }
 
 // LedgerSettings implements ledger.Configured (check-config's rate warnings).

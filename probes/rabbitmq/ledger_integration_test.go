@@ -15,10 +15,14 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
+// testLedgers is the store this test binary opens its probes' durability
+// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
+var testLedgers = ledger.NewStore("")
+
+// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	out, err := ledger.CheckCounts(target)
+	out, err := testLedgers.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +58,13 @@ func (b *privateBroker) kill9() {
 func ledgerKill9(t *testing.T, b *privateBroker, target, ledgerBlock string, writes int, settle time.Duration) map[string]float64 {
 	t.Helper()
 	cfg := enginetest.Parse(t, brokerConfig(b.env, target, "it-ledger", "      ledger: "+ledgerBlock))
-	p, err := rabbitmq.New(probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger(), Report: &reports{}})
+	pt := probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger(), Report: &reports{}}
+	p, err := rabbitmq.New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	enginetest.AttachLedger(t, testLedgers, p, "rabbitmq", pt)
 	for i := range writes {
 		if err := runOp(t, p, ledger.OpWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)

@@ -129,7 +129,7 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
-	p.openLedger(t)
+	p.newLedgerState()
 	p.wg.Add(1)
 	go p.sweepLost()
 	return p, nil
@@ -520,7 +520,7 @@ func (p *Probe) Close() error {
 
 func (p *Probe) close() error {
 	close(p.done)
-	lerr := p.closeLedger()
+	p.dropLedgerQueue()
 	p.mu.Lock()
 	var delErr, err error
 	if p.ephemeral {
@@ -541,7 +541,7 @@ func (p *Probe) close() error {
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}
-	return errors.Join(delErr, err, lerr)
+	return errors.Join(delErr, err)
 }
 
 // deleteQueueLocked deletes the canary queue, on the open connection or a

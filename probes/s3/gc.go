@@ -507,7 +507,7 @@ func (p *Probe) Close() error {
 	p.stopBackground()
 	defer p.tr.CloseIdleConnections()
 	lctx, lcancel := context.WithTimeout(context.Background(), p.closeTimeout)
-	p.closeLedger(lctx)
+	p.removeLedgerObjects(lctx)
 	lcancel()
 	if !p.wrote.Load() {
 		return nil // never wrote anything (the store was down, or Prepare never ran)

@@ -51,12 +51,15 @@ func (c *Config) ledgerForgetAfter() time.Duration {
 	return limit - 30*time.Minute
 }
 
-func (p *Probe) openLedger(t probes.Target) {
-	p.ledger = ledger.Open(ledger.Options{Target: t.Name, Backend: "s3", Instance: t.InstanceID,
-		Ages: p.cfg.Ledger.EffectiveAges(), MaxEntries: p.cfg.Ledger.MaxEntries, Ephemeral: t.Ephemeral, Logger: p.logger})
+// ledgerOps adds the ledger's ops; the ledger itself is handed over by
+// UseLedger.
+func (p *Probe) ledgerOps() {
 	p.ops[ledger.OpWrite] = opRef{kind: ledger.OpWrite}
 	p.ops[ledger.OpCheck] = opRef{kind: ledger.OpCheck}
 }
+
+// UseLedger implements ledger.User.
+func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
 
 // Ledger returns the probe's durability ledger.
 func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
@@ -118,18 +121,13 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	return p.ledger.Check(ctx, read, forget)
 }
 
-// closeLedger releases the ledger; a one-shot run first deletes its objects.
-func (p *Probe) closeLedger(ctx context.Context) {
-	if p.ledger == nil {
+// removeLedgerObjects deletes a one-shot run's ledger objects.
+func (p *Probe) removeLedgerObjects(ctx context.Context) {
+	if p.ledger == nil || !p.ephemeral {
 		return
 	}
-	if p.ephemeral {
-		for _, e := range p.ledger.Entries() {
-			_ = p.client.RemoveObject(ctx, p.cfg.Bucket, e.Key, minio.RemoveObjectOptions{})
-		}
-	}
-	if err := p.ledger.Close(); err != nil {
-		p.logger.Warn("durability ledger: cannot save the file", "err", err)
+	for _, e := range p.ledger.Entries() {
+		_ = p.client.RemoveObject(ctx, p.cfg.Bucket, e.Key, minio.RemoveObjectOptions{})
 	}
 }
 

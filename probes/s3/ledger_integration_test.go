@@ -18,10 +18,14 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// ledgerCounts reads the ledger's checks of one target (ledger.CheckCounts).
+// testLedgers is the store this test binary opens its probes' durability
+// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
+var testLedgers = ledger.NewStore("")
+
+// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	out, err := ledger.CheckCounts(target)
+	out, err := testLedgers.CheckCounts(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +65,8 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := t.TempDir()
-	ledger.SetDir(stateDir)
-	t.Cleanup(func() { ledger.SetDir("") })
+	testLedgers.SetDir(stateDir)
+	t.Cleanup(func() { testLedgers.SetDir("") })
 	c := DefaultConfig
 	c.Endpoint, c.Addressing, c.Bucket = "http://"+m.addr, "path", b
 	c.AccessKeyIDFile, c.SecretAccessKeyFile = m.keyFile, m.secretFile
@@ -132,7 +136,7 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 	if !kept {
 		t.Errorf("the corrupted ledger object %s was deleted: it is the evidence", altered)
 	}
-	if err := p.Close(); err != nil {
+	if err := closeProbe(p); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,8 +147,8 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 	b := bucket(t, "dbcanary-it-ledger-restart")
 	stateDir := t.TempDir()
-	ledger.SetDir(stateDir)
-	t.Cleanup(func() { ledger.SetDir("") })
+	testLedgers.SetDir(stateDir)
+	t.Cleanup(func() { testLedgers.SetDir("") })
 	c := minioConfig(t, b)
 	c.Ledger.Ages = []time.Duration{10 * time.Second}
 	const target = "ledger-restart"
@@ -158,7 +162,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 		for range n {
 			mustRun(t, p, ledger.OpWrite)
 		}
-		if err := p.Close(); err != nil { // the daemon stops: its run prefix goes, the ledger's objects stay
+		if err := closeProbe(p); err != nil { // the daemon stops: its run prefix goes, the ledger's objects stay
 			t.Fatal(err)
 		}
 	}
@@ -180,7 +184,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 	if kept["intact"]-before["intact"] != 5 || kept["missing"] != 0 {
 		t.Fatalf("file kept: checks %v, want 5 intact", kept)
 	}
-	if err := p.Close(); err != nil {
+	if err := closeProbe(p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -210,7 +214,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 			t.Fatalf("file %s: checks %v", damage, got)
 		}
 		stack.Figure(t, "S3 ledger, dbcanary restarted with the ledger file %s: 0 false losses (3 orphaned ledger objects are left to the collector and the lifecycle rule)", damage)
-		if err := p.Close(); err != nil {
+		if err := closeProbe(p); err != nil {
 			t.Fatal(err)
 		}
 	}

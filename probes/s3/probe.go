@@ -166,7 +166,7 @@ func New(t probes.Target) (*Probe, error) {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
 		}
 	}
-	p.openLedger(t)
+	p.ledgerOps()
 	p.bufPool.New = func() any { b := make([]byte, 2*verifyBuf); return &b }
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,7 +186,20 @@ func newProbeAs(t *testing.T, target probes.Target) *Probe {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ledgerClosers.Store(p, enginetest.AttachLedger(t, testLedgers, p, "s3", target))
 	return p
+}
+
+// ledgerClosers closes each probe's ledger (enginetest.AttachLedger), by probe.
+var ledgerClosers sync.Map
+
+// closeProbe stops p as the daemon stops a target: the probe, then its ledger.
+func closeProbe(p *Probe) error {
+	err := p.Close()
+	if c, ok := ledgerClosers.LoadAndDelete(p); ok {
+		c.(func())()
+	}
+	return err
 }
 
 func run(t *testing.T, p *Probe, op string, timeout time.Duration) (probes.Outcome, error) {

@@ -126,8 +126,8 @@ func TestSwift(t *testing.T) {
 	t.Run("engine", func(t *testing.T) { engineAllSizes(t, st, st.bucket(t, "dbcanary-it-swift-engine")) })
 	t.Run("ledger", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-it-swift-ledger")
-		ledger.SetDir(t.TempDir())
-		t.Cleanup(func() { ledger.SetDir("") })
+		testLedgers.SetDir(t.TempDir())
+		t.Cleanup(func() { testLedgers.SetDir("") })
 		c := st.config(t, b)
 		c.Ledger.Ages = []time.Duration{10 * time.Second}
 		p := newProbe(t, "swift-ledger", c)
@@ -143,7 +143,7 @@ func TestSwift(t *testing.T) {
 		if got := ledgerCounts(t, "swift-ledger"); got["intact"] != 3 || got["missing"] != 0 || got["corrupted"] != 0 {
 			t.Fatalf("ledger checks %v, want 3 intact", got)
 		}
-		if err := p.Close(); err != nil {
+		if err := closeProbe(p); err != nil {
 			t.Fatal(err)
 		}
 		st.assertEmpty(t, b) // checked entries are deleted
@@ -181,7 +181,7 @@ func TestSwift(t *testing.T) {
 				}
 			}
 			mustRun(t, p, "put_4KiB")
-			if err := p.Close(); err != nil {
+			if err := closeProbe(p); err != nil {
 				t.Fatal(err)
 			}
 		}
