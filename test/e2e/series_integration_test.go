@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -55,6 +56,19 @@ func TestSeriesBudget(t *testing.T) {
 		t.Fatal("the demo config has no state_dir line to point at a test directory")
 	}
 	cfg = re.ReplaceAll(cfg, []byte("${1} "+filepath.Join(dir, "state")))
+	// The servers of this stack, wherever its scripts put them (a private
+	// stack has other ports than the demo's defaults).
+	for _, r := range []struct{ from, to string }{
+		{"amqp://127.0.0.1:5672/", rmq.Get(t, "DBCANARY_TEST_RABBITMQ_URL")},
+		{"port: 9042", "port: " + cas.Get(t, "DBCANARY_TEST_CASSANDRA_PORT")},
+		{"http://127.0.0.1:9200", ops.Get(t, "DBCANARY_TEST_OPENSEARCH_URL")},
+		{"http://127.0.0.1:9000", "http://" + s3.Get(t, "DBCANARY_TEST_S3_ENDPOINT")},
+	} {
+		if !bytes.Contains(cfg, []byte(r.from)) {
+			t.Fatalf("the demo config has no %q to point at this stack", r.from)
+		}
+		cfg = bytes.ReplaceAll(cfg, []byte(r.from), []byte(r.to))
+	}
 	cfgPath := filepath.Join(dir, "dbcanary.yaml")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
