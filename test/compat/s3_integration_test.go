@@ -3,15 +3,18 @@
 package compat
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +111,11 @@ func (st s3Store) bucket(t *testing.T, name string) string {
 	return name
 }
 
+// writerFunc is an io.Writer from a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
 // removeBucket empties and removes a bucket if it exists.
 func (st s3Store) removeBucket(t *testing.T, name string) {
 	t.Helper()
@@ -152,9 +160,15 @@ targets:
 // probe builds the s3 probe of a one-target config.
 func (st s3Store) probe(t *testing.T, yaml string) probes.Probe {
 	t.Helper()
+	return st.probeLogging(t, yaml, enginetest.Logger())
+}
+
+// probeLogging builds the s3 probe of a one-target config with a logger.
+func (st s3Store) probeLogging(t *testing.T, yaml string, logger *slog.Logger) probes.Probe {
+	t.Helper()
 	cfg := enginetest.Parse(t, yaml)
 	tg := cfg.Targets[0]
-	p, err := s3.New(probes.Target{Name: tg.Name, InstanceID: "compat-1", Config: tg.Probe, Logger: enginetest.Logger()})
+	p, err := s3.New(probes.Target{Name: tg.Name, InstanceID: "compat-1", Config: tg.Probe, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +338,33 @@ func TestSeaweedFSLeastPrivilege(t *testing.T) {
 	b := st.bucket(t, env.Get(t, "DBCANARY_TEST_S3_CANARY_BUCKET"))
 	t.Run("every op", func(t *testing.T) {
 		everyOp(t, canary.yaml(canary.name, b, `"*": {rate: 1}, ledger_write: {rate: 0}, ledger_check: {rate: 0}`), 3, 3*time.Minute)
+	})
+	// PUT ?lifecycle needs SeaweedFS's Admin action: the canary says so once,
+	// at warn level, and goes on (its collector removes leftovers).
+	t.Run("lifecycle denied", func(t *testing.T) {
+		var logs bytes.Buffer
+		var mu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(b)
+		}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		p := canary.probeLogging(t, canary.yaml(canary.name+"-lc", b, ""), logger)
+		for range 2 { // a second Prepare (the engine's retry) does not warn again
+			if err := prepare(p, 60*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runOp(p, "put_4KiB", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		text := logs.String()
+		mu.Unlock()
+		if n := strings.Count(text, "level=WARN msg=\"cannot set the lifecycle rule"); n != 1 {
+			t.Fatalf("%d lifecycle warnings, want one:\n%s", n, text)
+		}
+		t.Logf("%s", text)
 	})
 	t.Run("another bucket", func(t *testing.T) {
 		other := st.bucket(t, "dbcanary-compat-seaweedfs-notmine")
