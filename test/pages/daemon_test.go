@@ -54,6 +54,7 @@ type target struct {
 	name, backend, role string
 	proxy               *toxiproxy.Proxy
 	addr                string // what the daemon dials
+	caFile              string // the CA an https endpoint's certificate is from
 	mode                string
 }
 
@@ -182,6 +183,9 @@ func (d *daemon) addTarget(backend, role string) *target {
 	if backend == "opensearch" && role == roleCred {
 		tg.addr = d.authGate(p.Listen)
 	}
+	if backend == "s3" && role == roleCert {
+		tg.addr, tg.caFile = d.tlsGate(p.Listen)
+	}
 	d.mu.Lock()
 	d.targets = append(d.targets, tg)
 	d.mu.Unlock()
@@ -303,6 +307,10 @@ func (d *daemon) render() ([]byte, error) {
 			delete(sec, "access_key_id_env")
 			delete(sec, "secret_access_key_env")
 			sec["endpoint"] = "http://" + tg.addr
+			if tg.caFile != "" {
+				sec["endpoint"] = "https://" + tg.addr
+				sec["tls"] = map[string]any{"ca_file": tg.caFile}
+			}
 			sec["bucket"] = s3Bucket
 			sec["access_key_id_file"] = e.Get(t, "DBCANARY_TEST_S3_ACCESS_KEY_FILE")
 			sec["secret_access_key_file"] = pick(e.Get(t, "DBCANARY_TEST_S3_SECRET_KEY_FILE"), "bad")

@@ -240,7 +240,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		end.Sub(s.t0).Round(time.Second), s.t0.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), mean, highest, fmtOverrides())
 	b.WriteString("| backend | fault | expected (budget) | alerts fired (time from fault) | other criticals | pages (tickets) | result |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
-	order := map[string]int{"healthy": 0, "exporter": 1, "restart": 2, "stop": 3, "latency": 4, "credentials": 5, "setup": 6, "data": 7}
+	order := map[string]int{"healthy": 0, "exporter": 1, "restart": 2, "stop": 3, "latency": 4, "credentials": 5, "setup": 6, "data": 7, "cert": 8}
 	faults := append([]*fault(nil), s.faults...)
 	sort.SliceStable(faults, func(i, j int) bool {
 		if (faults[i].backend == "all") != (faults[j].backend == "all") {
