@@ -187,7 +187,9 @@ func s3Row(t *testing.T, st s3Store) {
 		everyOp(t, st.yaml(st.name, b, `"*": {rate: 1}, ledger_write: {rate: 0}, ledger_check: {rate: 0}`), 3, 3*time.Minute)
 		t.Logf("every op 3 times in %s", time.Since(t0).Round(100*time.Millisecond))
 		t0 = time.Now()
-		defer func() { t.Logf("the canary's objects gone from the listing %s after it stopped", time.Since(t0).Round(100*time.Millisecond)) }()
+		defer func() {
+			t.Logf("the canary's objects gone from the listing %s after it stopped", time.Since(t0).Round(100*time.Millisecond))
+		}()
 		// Stopped, the canary removed its objects (the heartbeat stays for the collector).
 		var left []string
 		enginetest.WaitFor(t, 60*time.Second, "the canary's objects removed", func() bool {
