@@ -61,7 +61,7 @@ image: build
 deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold) and seaweedfs.sh (~10 min cold) serve make test-compat only: built there, on first use.
+	@# prometheus3.sh (~6 min cold) and seaweedfs.sh (~12 min cold) serve make test-compat only: built there, on first use.
 	@for s in test/tools/*.sh; do case $$s in */prometheus3.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
