@@ -163,8 +163,8 @@ func (m *Metrics) DeleteTarget(target string) {
 
 // OpObservers are an op's series, resolved once, so the hot path does no
 // label lookup. Series a healthy op never touches (error latency and service
-// time, the failure causes no alert selects by name, a byte direction the op
-// does not move) are created on first use (Lazy), not at zero up front: that
+// time, the failure causes no alert selects by name) are created on first
+// use, not at zero up front: that
 // keeps the series count of a fleet of healthy canaries small (docs/sizing.md).
 type OpObservers struct {
 	LatencyOK, LatencyErr prometheus.Observer
@@ -185,9 +185,9 @@ type OpObservers struct {
 // ratio's numerator present (at 0) for a healthy target.
 var EagerCauses = []probes.Cause{probes.CauseNotFound, probes.CauseMismatch, probes.CauseLost, probes.CauseBacklog}
 
-// ForOp resolves an op's series: those a healthy op updates (ok latency,
-// service time and phases, the eager causes, last success) are created at
-// zero now, the rest on first use.
+// ForOp resolves an op's series: the ok latency, service time and phases,
+// the eager causes, last success and bytes are created at zero now, the
+// error histograms and the other causes on first use.
 func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObservers {
 	o := &OpObservers{
 		Failures: make(map[probes.Cause]prometheus.Counter, len(probes.Causes)),
@@ -209,14 +209,13 @@ func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObserver
 		o.Failures[c] = lc
 	}
 	o.LastSuccess = m.LastSuccess.WithLabelValues(target, backend, op)
-	sent := &lazyCounter{vec: m.Bytes, lvs: []string{target, backend, op, "sent"}}
-	received := &lazyCounter{vec: m.Bytes, lvs: []string{target, backend, op, "received"}}
-	o.BytesSent, o.BytesReceived = sent, received
+	// Both directions at zero up front: the boards' bytes panels read
+	// rate() of them from the op's start.
+	o.BytesSent = m.Bytes.WithLabelValues(target, backend, op, "sent")
+	o.BytesReceived = m.Bytes.WithLabelValues(target, backend, op, "received")
 	if full { // every series at zero up front, as before the series budget
 		latErr.get()
 		svcErr.get()
-		sent.get()
-		received.get()
 	}
 	for _, p := range phases {
 		o.Phases[p] = m.Phase.vec(m.opt.bounds(backend, op, p)).WithLabelValues(target, backend, op, p)

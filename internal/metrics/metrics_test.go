@@ -45,9 +45,9 @@ func TestCompactSeriesOfAHealthyOp(t *testing.T) {
 	o.BytesReceived.Add(1024)
 	n, lines := opSeries(t, reg, "read")
 	// latency ok: 6 bounds + +Inf + sum + count; service time ok: +Inf, sum,
-	// count; 4 eager causes; last success; bytes received; expected rate is
-	// set by the engine (not here).
-	if want := 9 + 3 + len(EagerCauses) + 1 + 1; n != want {
+	// count; 4 eager causes; last success; bytes sent and received; expected
+	// rate is set by the engine (not here).
+	if want := 9 + 3 + len(EagerCauses) + 1 + 2; n != want {
 		t.Errorf("%d series, want %d:\n%s", n, want, strings.Join(lines, "\n"))
 	}
 	for _, l := range lines {

@@ -178,11 +178,16 @@ scrape_configs:
 	// target's: a Cassandra runner whose session connects a few seconds after
 	// the broker's has no recorded series yet when the boards are checked.
 	const targets = 5
+	const s3Sizes = 4 // the default sizes: 4KiB, 128KiB, 1MiB, 8MiB, each with a get (first_byte, last_byte)
 	waitFor(t, 90*time.Second, "dbcanary scraped and recording rules producing p99 and error ratios for every target", func() (bool, string) {
 		r := query(t, promURL, fmt.Sprintf(`%s{op="consume",quantile="0.99"}`, generate.RecLatencyQuantile))
 		up := query(t, promURL, `up{job="dbcanary"} == 1`)
 		rec := query(t, promURL, fmt.Sprintf(`count by (target) (%s)`, generate.RecOpErrorRatio))
-		return len(r) > 0 && len(up) > 0 && len(rec) == targets, fmt.Sprintf("p99 series %d, up %d, targets with recorded error ratios %d of %d", len(r), len(up), len(rec), targets)
+		// Every S3 GET's phase histograms (the S3 latency rules read them;
+		// an op's series appear when its runner starts, not all at once).
+		ph := query(t, promURL, `count by (op, phase) (dbcanary_op_phase_seconds_bucket{backend="s3",le="+Inf"})`)
+		return len(r) > 0 && len(up) > 0 && len(rec) == targets && len(ph) == 2*s3Sizes,
+			fmt.Sprintf("p99 series %d, up %d, targets with recorded error ratios %d of %d, S3 phase histograms %d of %d", len(r), len(up), len(rec), targets, len(ph), 2*s3Sizes)
 	})
 	t.Logf("healthy after %s", time.Since(t0).Round(time.Second))
 	if a := firing(t, amURL); len(a) > 0 {
