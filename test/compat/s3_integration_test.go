@@ -33,6 +33,8 @@ type s3Store struct {
 	name, endpoint, region string
 	keyFile, secretFile    string
 	caFile                 string
+	// checksRegion: the store refuses a request signed for another region.
+	checksRegion bool
 }
 
 func newS3Store(t *testing.T, name string, env stack.Env, endpoint, caFile string) s3Store {
@@ -239,6 +241,23 @@ func s3Row(t *testing.T, st s3Store) {
 			t.Logf("prepare trusting another CA: %v", err)
 		})
 	}
+	t.Run("wrong region", func(t *testing.T) {
+		b := st.bucket(t, "dbcanary-compat-"+st.name+"-region")
+		other := st
+		other.region = "gra" // an OVH region; the stores here are us-east-1
+		err := prepare(other.probe(t, other.yaml(st.name+"-region", b, "")), 30*time.Second)
+		if !st.checksRegion {
+			if err != nil {
+				t.Fatalf("prepare signed for another region on a store that ignores the region: %v", err)
+			}
+			t.Logf("%s accepts requests signed for any region", st.name)
+			return
+		}
+		if probes.CauseOf(err) != probes.CauseAuth || !strings.Contains(err.Error(), "check region") {
+			t.Fatalf("prepare signed for another region: cause %q, %v; want auth saying to check region", probes.CauseOf(err), err)
+		}
+		t.Logf("prepare signed for another region: %v", err)
+	})
 	t.Run("missing bucket", func(t *testing.T) {
 		missing := "dbcanary-compat-" + st.name + "-nobucket"
 		st.removeBucket(t, missing)
@@ -308,6 +327,7 @@ func TestSwiftHTTPS(t *testing.T) {
 		"DBCANARY_SWIFT_PORT=17280", "DBCANARY_SWIFT_TLS_PORT=17243", "DBCANARY_SWIFT_OBJECT_PORT=17210",
 		"DBCANARY_SWIFT_CONTAINER_PORT=17211", "DBCANARY_SWIFT_ACCOUNT_PORT=17212", "DBCANARY_SWIFT_MEMCACHED_PORT=17219")
 	st := newS3Store(t, "swift-https", env, "https://"+env.Get(t, "DBCANARY_TEST_S3_TLS_ENDPOINT"), filepath.Join(dir, "ca.pem"))
+	st.checksRegion = true // s3api's location
 	s3Row(t, st)
 }
 
