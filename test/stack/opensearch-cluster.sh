@@ -6,7 +6,7 @@
 # transport on TRANSPORT_BASE+i, discovery by seed hosts (every node
 # cluster-manager eligible), heap HEAP, its own stack folder
 # $STACK_DIR/opensearch-cluster/node<i>, run as opensearch.sh's unprivileged
-# user and stopped by PID. The single node of opensearch.sh (9200) is not touched.
+# user and stopped by PID. Data is wiped when the whole cluster starts. The single node of opensearch.sh (9200) is not touched.
 # Usage: opensearch-cluster.sh install|start|stop|status|env
 source "$(dirname "$0")/lib.sh"
 
@@ -100,8 +100,13 @@ start() {
   command -v curl >/dev/null || apt_install curl ca-certificates
   ensure_user
   mkdir -p "$CDIR"
-  local i t0 started=() n=0 up rss pid
+  local i t0 started=() n=0 up rss pid any=false
   t0=$(date +%s%N)
+  # A test cluster: when no node runs, it starts afresh (the initial cluster
+  # managers only bootstrap an empty cluster, and no index is left over from
+  # an earlier run); a node restarted beside running ones keeps its data.
+  for i in $(seq 1 "$NODES"); do if pid_alive "$(pidfile "$i")"; then any=true; fi; done
+  if [ "$any" = false ]; then rm -rf "$CDIR"/node*/data; fi
   # All at once: a new cluster elects its first cluster manager from the
   # initial nodes, so they must be up together.
   for i in $(seq 1 "$NODES"); do
