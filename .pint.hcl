@@ -1,6 +1,6 @@
 # pint (github.com/cloudflare/pint v0.60.0) configuration for the generated
 # rules in alerts/dbcanary-rules.yml. Run by `make lint-rules-boards` through
-# test/stack/pint.sh (offline checks). Fix findings in internal/generate and
+# test/tools/pint.sh (offline checks). Fix findings in internal/generate and
 # regenerate (`make generate`); never by editing the generated file.
 
 # Every alert pages or tickets someone: it says how bad, what, and where to look.

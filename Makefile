@@ -3,6 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export DBCANARY_STACK_DIR ?= /var/tmp/dbcanary-stack
 STACK := test/stack
+TOOLS := test/tools
 BIN := bin/dbcanary
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -62,7 +63,7 @@ deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh) continue;; esac; bash $$s install || exit 1; done
 	@# prometheus3.sh (~6 min cold) and seaweedfs.sh (~12 min cold) serve make test-compat only: built there, on first use.
-	@for s in test/tools/*.sh; do case $$s in */prometheus3.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
+	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration
@@ -81,8 +82,8 @@ lint: $(STATICCHECK)
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
 lint-rules-boards:
-	bash $(STACK)/pint.sh run
-	bash $(STACK)/dashboard-linter.sh run
+	bash $(TOOLS)/pint.sh run
+	bash $(TOOLS)/dashboard-linter.sh run
 
 $(STATICCHECK):
 	@mkdir -p $(dir $@) $(DBCANARY_STACK_DIR)/gobin
@@ -128,7 +129,7 @@ test-compat-prometheus3:
 
 ## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
 vulncheck:
-	bash $(STACK)/govulncheck.sh run ./...
+	bash $(TOOLS)/govulncheck.sh run ./...
 
 ## integration: tests against real Cassandra, OpenSearch, RabbitMQ, MinIO (started on 127.0.0.1 as needed), in the packages that have them
 ## (the page-quality suite's table is written to $(PAGES_TABLE), the measured figures to $(FIGURES); both printed at the end)
@@ -189,9 +190,9 @@ chart-boards:
 	rm -rf $(CHART)/files/dashboards
 	install -D -m 0644 -t $(CHART)/files/dashboards dashboards/*.json
 
-## chart-docs: the chart's README.md from its values.yaml `# --` comments and README.md.gotmpl (helm-docs, built by test/stack/helm.sh; TestChartReadme checks it)
+## chart-docs: the chart's README.md from its values.yaml `# --` comments and README.md.gotmpl (helm-docs, built by test/tools/helm.sh; TestChartReadme checks it)
 chart-docs:
-	$$(bash $(STACK)/helm.sh docs) --skip-version-footer --chart-search-root $(CHART)
+	$$(bash $(TOOLS)/helm.sh docs) --skip-version-footer --chart-search-root $(CHART)
 
 clean:
 	rm -rf bin

@@ -448,7 +448,7 @@ func TestChartReadme(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: run `make chart-docs`", err)
 	}
-	out, err := stack.Script("helm", "docs")
+	out, err := stack.Tool("helm", "docs")
 	if err != nil {
 		t.Fatalf("helm-docs is needed: %v", err)
 	}

@@ -161,12 +161,12 @@ var (
 	helmErr  error
 )
 
-// helm returns the helm binary built by test/stack/helm.sh (cached between
+// helm returns the helm binary built by test/tools/helm.sh (cached between
 // runs); a missing helm fails the test rather than skipping it.
 func helm(t *testing.T) string {
 	t.Helper()
 	helmOnce.Do(func() {
-		out, err := stack.Script("helm", "install")
+		out, err := stack.Tool("helm", "install")
 		if err != nil {
 			helmErr = err
 			return

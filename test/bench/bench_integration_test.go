@@ -26,15 +26,17 @@ import (
 )
 
 var (
-	envs      = map[string]stack.Env{}
-	bin       string // the dbcanary binary under test
-	artefacts string // reports and screenshots
+	envs        = map[string]stack.Env{}
+	chromiumBin string // test/tools/chromium.sh
+	bin         string // the dbcanary binary under test
+	artefacts   string // reports and screenshots
 )
 
 func TestMain(m *testing.M) {
-	for _, s := range []string{"chromium", "rabbitmq", "minio", "cassandra", "opensearch"} {
+	for _, s := range []string{"rabbitmq", "minio", "cassandra", "opensearch"} {
 		envs[s] = stack.Must(s)
 	}
+	chromiumBin = stack.MustTool("chromium")
 	dir, err := os.MkdirTemp("", "dbcanary-bench-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -216,7 +218,7 @@ var plotRE = regexp.MustCompile(`<svg class="plot" data-kind="(latency|throughpu
 // screenshot shows the page's own styles (the dark header bar).
 func checkPage(t *testing.T, page, label string) {
 	t.Helper()
-	chromium := envs["chromium"].Get(t, "DBCANARY_TEST_CHROMIUM")
+	chromium := chromiumBin
 	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), "--window-size=1400,2400", "--hide-scrollbars"}

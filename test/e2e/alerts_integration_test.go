@@ -251,9 +251,9 @@ scrape_configs:
 // Prometheus: the checks that query a Prometheus (series exist, label
 // matching, counters under rate, ranges against the scrape interval) run on
 // the series a real dbcanary exports for every backend. The binary is the one
-// test/stack/pint.sh builds and caches.
+// test/tools/pint.sh builds and caches.
 func pintOnline(t *testing.T, root, promURL string) {
-	script := filepath.Join(root, "test", "stack", "pint.sh")
+	script := filepath.Join(root, "test", "tools", "pint.sh")
 	if out, err := exec.Command("bash", script, "install").CombinedOutput(); err != nil {
 		t.Fatalf("pint.sh install: %v\n%s", err, out)
 	}

@@ -44,6 +44,37 @@ func Script(backend, action string) (string, error) {
 	return out.String(), nil
 }
 
+// ToolsDir is the directory holding the tool scripts (test/tools): programs
+// the tests run (helm, pint, chromium, ...), installed and cached, never
+// started or stopped.
+func ToolsDir() string { return filepath.Join(filepath.Dir(Dir()), "tools") }
+
+// Tool runs test/tools/<name>.sh with args and returns its stdout.
+func Tool(name string, args ...string) (string, error) {
+	cmd := exec.Command("bash", append([]string{filepath.Join(ToolsDir(), name+".sh")}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s.sh %s: %v\n%s", name, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// MustTool installs a tool (cached) for a test package's TestMain and
+// returns its path, exiting on failure.
+func MustTool(name string) string {
+	if _, err := Tool(name, "install"); err != nil {
+		fmt.Fprintf(os.Stderr, "stack: cannot install %s: %v\n", name, err)
+		os.Exit(1)
+	}
+	out, err := Tool(name, "path")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stack: %v\n", err)
+		os.Exit(1)
+	}
+	return strings.TrimSpace(out)
+}
+
 // Env is a backend's connection facts, from `<backend>.sh env` (KEY=VALUE lines).
 type Env map[string]string
 

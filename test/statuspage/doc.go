@@ -4,6 +4,6 @@
 // MinIO, only probed), and the rendered page must show the stopped target
 // failing with its cause and message, the others ok, and no secret from the
 // config; also behind --web.config.file basic auth. Screenshots are kept as
-// test artefacts. Run with -tags integration (test/stack/chromium.sh installs
+// test artefacts. Run with -tags integration (test/tools/chromium.sh installs
 // Debian's chromium).
 package statuspage

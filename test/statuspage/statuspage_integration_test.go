@@ -39,10 +39,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	for _, s := range []string{"chromium", "minio", "cassandra", "opensearch"} {
+	for _, s := range []string{"minio", "cassandra", "opensearch"} {
 		envs[s] = stack.Must(s)
 	}
-	chromium = envs["chromium"]["DBCANARY_TEST_CHROMIUM"]
+	chromium = stack.MustTool("chromium")
 	dir, err := os.MkdirTemp("", "dbcanary-statuspage-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statuspage:", err)

@@ -2,9 +2,8 @@
 # Chromium for the status page's browser tests: Debian's `chromium` package
 # (/usr/bin/chromium), installed with apt when missing. Nothing is started and
 # nothing else is cached; each test run gives Chromium a fresh --user-data-dir.
-# Usage: chromium.sh install|start|stop|status|env|path
-# (start is install, stop a no-op, so stack.Start and `make stack-down` work.)
-source "$(dirname "$0")/lib.sh"
+# Usage: chromium.sh install|path (a tool: nothing is started)
+source "$(dirname "$0")/../stack/lib.sh"
 
 BIN=/usr/bin/chromium
 
@@ -16,10 +15,7 @@ install() {
 }
 
 case "${1:-}" in
-  install|start) stack_lock chromium; install ;;
-  stop) ;;
-  status) [ -x "$BIN" ] ;;
-  env) echo "DBCANARY_TEST_CHROMIUM=$BIN" ;;
+  install) stack_lock chromium; install ;;
   path) echo "$BIN" ;;
-  *) echo "usage: $0 install|start|stop|status|env|path" >&2; exit 2 ;;
+  *) echo "usage: $0 install|path" >&2; exit 2 ;;
 esac

@@ -7,9 +7,9 @@
 # not the module's version list), so the module zip is downloaded and built in a
 # writable copy with the module's own go.sum. `run` lints every board in
 # dashboards/ with the committed dashboards/.lint (--strict: warnings fail too).
-# Usage: dashboard-linter.sh install|run [board.json...]|path (start|stop|status|env
+# Usage: dashboard-linter.sh install|run [board.json...]|path (a tool: nothing is started)
 # do nothing: the Makefile's stack loops call every script with them)
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../stack/lib.sh"
 
 VERSION=${DBCANARY_DASHBOARD_LINTER_VERSION:-v0.0.0-20241224134444-1765d94aec4a}
 MODULE=github.com/grafana/dashboard-linter
@@ -53,7 +53,5 @@ case "${1:-}" in
   install) install ;;
   run) shift; run "$@" ;;
   path) echo "$BIN" ;;
-  start|stop|env) ;;
-  status) [ -x "$BIN" ] ;;
   *) echo "usage: $0 install|run [board.json...]|path" >&2; exit 2 ;;
 esac

@@ -3,9 +3,9 @@
 # into $STACK_DIR/bin/govulncheck-$VERSION like staticcheck. Scanning needs the
 # vulnerability database at vuln.go.dev (or GOVULNDB): `run` says so plainly
 # when it cannot be reached instead of reporting a clean scan.
-# Usage: govulncheck.sh install|run [packages...]|path (start|stop|status|env
+# Usage: govulncheck.sh install|run [packages...]|path (a tool: nothing is started)
 # do nothing: the Makefile's stack loops call every script with them)
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../stack/lib.sh"
 
 VERSION=${DBCANARY_GOVULNCHECK_VERSION:-v1.1.4}
 BIN=$STACK_DIR/bin/govulncheck-$VERSION
@@ -36,7 +36,5 @@ case "${1:-}" in
   install) install ;;
   run) shift; run "$@" ;;
   path) echo "$BIN" ;;
-  start|stop|env) ;;
-  status) [ -x "$BIN" ] ;;
   *) echo "usage: $0 install|run [packages...]|path" >&2; exit 2 ;;
 esac

@@ -2,9 +2,9 @@
 # Helm (chart rendering, lint and package for deploy tests) and helm-docs (the chart's
 # README.md from values.yaml), built once from the Go module proxy and cached as
 # $STACK_DIR/bin/helm-$VERSION and $STACK_DIR/bin/helm-docs-$DOCS_VERSION; nothing is started.
-# Usage: helm.sh install|path|docs|version (stop and status are no-ops for `make stack-down`)
+# Usage: helm.sh install|path|docs|version (a tool: nothing is started)
 #   install builds both and prints helm's path; docs builds helm-docs and prints its path.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../stack/lib.sh"
 
 VERSION=${DBCANARY_HELM_VERSION:-v3.22.0}
 DOCS_VERSION=${DBCANARY_HELM_DOCS_VERSION:-v1.14.2}
@@ -32,7 +32,5 @@ case "${1:-}" in
   path) echo "$BIN" ;;
   docs) install_docs; echo "$DOCS_BIN" ;;
   version) install_helm; "$BIN" version --short ;;
-  stop) ;;
-  status) [ -x "$BIN" ] && [ -x "$DOCS_BIN" ] ;;
-  *) echo "usage: $0 install|path|docs|version|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 install|path|docs|version" >&2; exit 2 ;;
 esac

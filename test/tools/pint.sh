@@ -5,9 +5,9 @@
 # version list, which go install reads for deprecations), so the module zip is
 # downloaded and ./cmd/pint built in a writable copy with the module's own go.sum.
 # `run` lints the generated rules offline with the committed .pint.hcl.
-# Usage: pint.sh install|run [pint lint args...]|path (start|stop|status|env
+# Usage: pint.sh install|run [pint lint args...]|path (a tool: nothing is started)
 # do nothing: the Makefile's stack loops call every script with them)
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../stack/lib.sh"
 
 VERSION=${DBCANARY_PINT_VERSION:-v0.60.0}
 MODULE=github.com/cloudflare/pint
@@ -41,7 +41,5 @@ case "${1:-}" in
   install) install ;;
   run) shift; run "$@" ;;
   path) echo "$BIN" ;;
-  start|stop|env) ;;
-  status) [ -x "$BIN" ] ;;
   *) echo "usage: $0 install|run [files...]|path" >&2; exit 2 ;;
 esac
