@@ -6,8 +6,9 @@
 # proxy serves). Its go.mod has replace directives, so `go install` refuses it:
 # the module source is downloaded and built with `go build` (several minutes
 # cold on 2 cores, run with nice), cached as $STACK_DIR/bin/weed-$VERSION.
-# Data, config and log under $STACK_DIR/seaweedfs; the S3 identity (an admin
-# key pair) is generated once into files, like MinIO's root credentials.
+# Data, config and log under $STACK_DIR/seaweedfs; the S3 identities (an admin
+# and a least-privilege canary) are generated once into files, like MinIO's
+# root credentials.
 # Telemetry, the Iceberg and Lance catalog ports are off, and so is the
 # gateway's auto-creation of a missing bucket on an admin identity's first PUT
 # (-s3.autoCreateBucket, on by default): a missing bucket stays missing, as on
@@ -50,7 +51,8 @@ install() {
   mkdir -p "$BIN_DIR" "$DIR"
   log "seaweedfs: building $MODULE@$VERSION from the Go module proxy (several minutes cold)"
   local src
-  src=$(GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" | awk -F'"' '$2 == "Dir" { print $4 }')
+  # From $DIR (no go.mod): the caller's module, e.g. dbcanary's, is left alone.
+  src=$(cd "$DIR" && GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" | awk -F'"' '$2 == "Dir" { print $4 }')
   [ -d "$src/weed" ] || die "seaweedfs: go mod download gave no source directory for $MODULE@$VERSION"
   # Built in the (read-only) module directory as its own main module, so its
   # replace directives apply; only the binary is written, to a temporary name.
