@@ -180,8 +180,10 @@ func (st s3Store) probeLogging(t *testing.T, yaml string, logger *slog.Logger) p
 
 // s3Row is the compatibility row every S3 implementation gets: every op at
 // the defaults (sizes 4KiB to 8MiB, so single and multipart PUTs; list with
-// its consistency check), the durability ledger, a wrong secret key (auth)
-// and a missing bucket with create_bucket false (setup).
+// its consistency check), the durability ledger, a wrong secret key (auth),
+// over https a client trusting another CA (tls), a request signed for another
+// region (auth where the store checks it) and a missing bucket with
+// create_bucket false (setup).
 func s3Row(t *testing.T, st s3Store) {
 	t.Run("every op", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-compat-"+st.name+"-ops")
