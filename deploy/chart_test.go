@@ -448,12 +448,7 @@ func TestChartReadme(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: run `make chart-docs`", err)
 	}
-	out, err := stack.Tool("helm", "docs")
-	if err != nil {
-		t.Fatalf("helm-docs is needed: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	helmDocs := lines[len(lines)-1]
+	helmDocs := stack.Installed(t, "helm", "docs-path")
 	chart := chartCopy(t)
 	if out, err := exec.Command(helmDocs, "--skip-version-footer", "--chart-search-root", chart).CombinedOutput(); err != nil || strings.Contains(string(out), "level=warning") || strings.Contains(string(out), "level=error") {
 		t.Fatalf("helm-docs: %v\n%s", err, out)

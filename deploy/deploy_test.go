@@ -155,29 +155,12 @@ func decodeStrict(t *testing.T, manifest []byte) objects {
 	return objs
 }
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
-
-// helm returns the helm binary built by test/tools/helm.sh (cached between
-// runs); a missing helm fails the test rather than skipping it.
+// helm returns the helm binary test/tools/helm.sh installs (make deps); a
+// missing helm fails the test (it is never installed by a unit test, nor
+// skipped).
 func helm(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		out, err := stack.Tool("helm", "install")
-		if err != nil {
-			helmErr = err
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		helmPath = lines[len(lines)-1]
-	})
-	if helmErr != nil {
-		t.Fatalf("helm is needed: %v", helmErr)
-	}
-	return helmPath
+	return stack.Installed(t, "helm", "path")
 }
 
 // chartCopy copies the chart as committed (with files/dbcanary-rules.yml) to a

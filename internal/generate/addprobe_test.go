@@ -224,10 +224,7 @@ func promtoolOwnTests(t *testing.T, b *baseline.File) {
 		t.Fatalf("%d promtool test cases for the throwaway's thresholds, want at least 6", len(own))
 	}
 	tf.Tests = own
-	install := exec.Command("bash", filepath.Join(repoRoot(), "test", "stack", "prometheus.sh"), "install")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("cannot install promtool: %v\n%s", err, out)
-	}
+	promtool := installedPromtool(t)
 	dir := t.TempDir()
 	rdata, err := rf.Marshal(Options{})
 	if err != nil {
@@ -244,7 +241,7 @@ func promtoolOwnTests(t *testing.T, b *baseline.File) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"check", "rules", "dbcanary-rules.yml"}, {"test", "rules", "test.yml"}} {
-		cmd := exec.Command("promtool", args...)
+		cmd := exec.Command(promtool, args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)

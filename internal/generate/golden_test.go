@@ -19,6 +19,17 @@ func repoRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
+// installedPromtool is Debian's promtool, which `make deps` installs
+// (test/stack/prometheus.sh install): a unit test never installs packages.
+func installedPromtool(t testing.TB) string {
+	t.Helper()
+	const promtool = "/usr/bin/promtool"
+	if fi, err := os.Stat(promtool); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("%s is not installed: run `make deps` (test/stack/prometheus.sh install)", promtool)
+	}
+	return promtool
+}
+
 func shippedBaseline(t testing.TB) *baseline.File {
 	t.Helper()
 	b, err := baseline.Load(filepath.Join(repoRoot(), "baselines", "james-reference.yaml"))

@@ -77,10 +77,7 @@ func TestTargetThresholds(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	install := exec.Command("bash", filepath.Join(repoRoot(), "test", "stack", "prometheus.sh"), "install")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("cannot install promtool: %v\n%s", err, out)
-	}
+	promtool := installedPromtool(t)
 	files, err := RuleFiles(b, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +93,7 @@ func TestTargetThresholds(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"check", "rules", "dbcanary-rules.yml"}, {"test", "rules", "tests/dbcanary-rules_test.yml"}} {
-		cmd := exec.Command("promtool", args...)
+		cmd := exec.Command(promtool, args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -75,6 +75,24 @@ func MustTool(name string) string {
 	return strings.TrimSpace(out)
 }
 
+// Installed returns the program a tool script prints with a path action
+// (`helm.sh path`, `helm.sh docs-path`), which prints where install puts it
+// without installing anything; it fails the test when the program is not
+// there. Unit tests use it instead of installing (make deps installs every
+// tool before make test).
+func Installed(t testing.TB, tool, pathAction string) string {
+	t.Helper()
+	out, err := Tool(tool, pathAction)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	p := strings.TrimSpace(out)
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("%s is not installed (%s): run `make deps` (test/tools/%s.sh install)", filepath.Base(p), p, tool)
+	}
+	return p
+}
+
 // Env is a backend's connection facts, from `<backend>.sh env` (KEY=VALUE lines).
 type Env map[string]string
 

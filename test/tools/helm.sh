@@ -2,7 +2,8 @@
 # Helm (chart rendering, lint and package for deploy tests) and helm-docs (the chart's
 # README.md from values.yaml), built once from the Go module proxy and cached as
 # $STACK_DIR/bin/helm-$VERSION and $STACK_DIR/bin/helm-docs-$DOCS_VERSION; nothing is started.
-# Usage: helm.sh install|path|docs|version (a tool: nothing is started)
+# Usage: helm.sh install|path|docs|docs-path|version (a tool: nothing is started;
+# path and docs-path print where install puts helm and helm-docs, without installing)
 #   install builds both and prints helm's path; docs builds helm-docs and prints its path.
 source "$(dirname "$0")/../stack/lib.sh"
 
@@ -31,6 +32,7 @@ case "${1:-}" in
   install) install_helm; install_docs; echo "$BIN" ;;
   path) echo "$BIN" ;;
   docs) install_docs; echo "$DOCS_BIN" ;;
+  docs-path) echo "$DOCS_BIN" ;;
   version) install_helm; "$BIN" version --short ;;
-  *) echo "usage: $0 install|path|docs|version" >&2; exit 2 ;;
+  *) echo "usage: $0 install|path|docs|docs-path|version" >&2; exit 2 ;;
 esac
