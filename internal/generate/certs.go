@@ -24,7 +24,7 @@ func certRules(p baseline.Policy, opt Options) []Rule {
 	left := "(" + certExpiryMetric + " - time())"
 	rule := func(sev, expr, summary, desc string) Rule {
 		return Rule{Alert: AlertTLSCertExpiring, Expr: expr, For: opt.forOf(AlertTLSCertExpiring, sev, 15*time.Minute),
-			Labels: map[string]string{"severity": sev},
+			Labels:      map[string]string{"severity": sev},
 			Annotations: map[string]string{"summary": summary, "description": desc, "runbook_url": opt.runbook(AlertTLSCertExpiring)},
 			// The gauge exists only for TLS targets: a Prometheus that
 			// scrapes plaintext stores only has none, which pint's online
