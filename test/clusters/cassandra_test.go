@@ -57,6 +57,7 @@ func cassandraNode(i int) clusterNode {
 //     only critical alert;
 //   - both back: ops succeed again and no critical alert is left firing.
 func TestCassandraNodeFaults(t *testing.T) {
+	cassandra = useCluster(t, "cassandra-cluster")
 	const target = "cassandra-cluster"
 	ops := []string{"insert", "read"}
 	d := startDaemon(t, cassandraConfig(t, target, "dbcanary_clusters", "insert: {rate: 4}, read: {rate: 4}", ""))
@@ -74,6 +75,7 @@ func TestCassandraNodeFaults(t *testing.T) {
 
 	phase("one node kill -9", func(t *testing.T) {
 		before := d.snap(t, target)
+		pre := al.firing(t, "critical")
 		t0 := time.Now()
 		cassandraNode(1).kill9(t)
 		// Ops in flight on the killed node's connections may fail; once each
@@ -82,14 +84,14 @@ func TestCassandraNodeFaults(t *testing.T) {
 		settled := d.waitOK(t, target, before, ops, 10, 3*time.Minute, "10 successes of each op after the kill")
 		after := d.waitOK(t, target, settled, ops, 40, 3*time.Minute, "40 more successes of each op with one node down")
 		crit, warn := al.firedSince(t, "critical", t0), al.firedSince(t, "warning", t0)
-		stack.Figure(t, "Cassandra 3 nodes, RF 3, LOCAL_QUORUM, node 1 (first contact point) kill -9: failures at the kill %v, then %v ok inserts and %v ok reads with %v failures over %s; critical alerts %v, warnings %v",
+		stack.Figure(t, "Cassandra 3 nodes, RF 3, LOCAL_QUORUM, node 1 (first contact point) kill -9: failures at the kill %v, then %v ok inserts and %v ok reads with %v failures over %s; critical alerts %v (firing before: %v), warnings %v",
 			diff(before.causes, settled.causes), after.ok["insert"]-settled.ok["insert"], after.ok["read"]-settled.ok["read"],
-			total(diff(settled.causes, after.causes)), after.at.Sub(settled.at).Round(time.Second), crit, warn)
+			total(diff(settled.causes, after.causes)), after.at.Sub(settled.at).Round(time.Second), crit, pre, warn)
 		if f := diff(settled.causes, after.causes); len(f) > 0 {
 			t.Errorf("with one node of three down, ops at LOCAL_QUORUM failed: %v", f)
 		}
-		if len(crit) > 0 {
-			t.Errorf("one node of three down fired critical alerts: %v", crit)
+		if n := minus(crit, pre); len(n) > 0 {
+			t.Errorf("one node of three down fired critical alerts: %v", n)
 		}
 		if after.up != 1 {
 			t.Errorf("dbcanary_target_up = %v with one node down, want 1", after.up)
@@ -147,6 +149,7 @@ func TestCassandraNodeFaults(t *testing.T) {
 
 	phase("second node down, then both back", func(t *testing.T) {
 		before := d.snap(t, target)
+		pre := al.firing(t, "critical")
 		t0 := time.Now()
 		cassandraNode(1).kill9(t)
 		cassandraNode(2).kill9(t)
@@ -154,20 +157,22 @@ func TestCassandraNodeFaults(t *testing.T) {
 		waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
 		down := d.snap(t, target)
 		crit := al.firedSince(t, "critical", t0)
-		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05: for: 2m -> 6s); failures %v; dbcanary_target_up %v; critical alerts %v",
-			fired.Round(time.Second), diff(before.causes, down.causes), down.up, crit)
+		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05: for: 2m -> 6s); failures %v; dbcanary_target_up %v; critical alerts %v, pages after the shipped inhibition %v",
+			fired.Round(time.Second), diff(before.causes, down.causes), down.up, crit, pages(crit, target))
 		if down.up != 0 {
 			t.Errorf("dbcanary_target_up = %v with two nodes of three down, want 0", down.up)
 		}
-		if !slices.Equal(crit, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
-			t.Errorf("critical alerts with two nodes down: %v, want DbcanaryTargetDown alone (one fault, one page)", crit)
+		// One fault, one page: what the shipped Alertmanager inhibition
+		// leaves of the critical alerts is DbcanaryTargetDown alone.
+		if got := pages(crit, target); !slices.Equal(got, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
+			t.Errorf("pages with two nodes down: %v (critical alerts %v), want DbcanaryTargetDown alone (one fault, one page)", got, crit)
 		}
 
 		took := restartCluster(t, "cassandra-cluster")
 		t1 := time.Now()
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after both nodes are back")
 		var cleared time.Duration
-		waitQuiet(t, al, 3*time.Minute, func() { cleared = time.Since(t1) })
+		waitQuiet(t, al, 3*time.Minute, pre, func() { cleared = time.Since(t1) })
 		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 back (restarted in %s): ops succeed again after %s, no critical alert firing %s after the restart; dbcanary_target_up %v",
 			took.Round(100*time.Millisecond), back.at.Sub(t1).Round(time.Second), cleared.Round(time.Second), d.snap(t, target).up)
 	})
@@ -186,11 +191,13 @@ func waitFiring(t *testing.T, al *alerting, timeout time.Duration, alert string,
 	at()
 }
 
-// waitQuiet waits until no critical alert fires, then calls at.
-func waitQuiet(t *testing.T, al *alerting, timeout time.Duration, at func()) {
+// waitQuiet waits until no critical alert fires but those in before (the
+// ones firing before the fault: on a loaded machine the healthy latency can
+// sit above the reference's absolute p99), then calls at.
+func waitQuiet(t *testing.T, al *alerting, timeout time.Duration, before []string, at func()) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for c := al.firing(t, "critical"); len(c) > 0; c = al.firing(t, "critical") {
+	for c := minus(al.firing(t, "critical"), before); len(c) > 0; c = minus(al.firing(t, "critical"), before) {
 		if time.Now().After(deadline) {
 			t.Fatalf("critical alerts still firing %s after recovery: %v", timeout, c)
 		}
@@ -205,6 +212,7 @@ func waitQuiet(t *testing.T, al *alerting, timeout time.Duration, at func()) {
 // checked at 45s, so those written before the kill are checked after the node
 // is back, with the unsynced part of its commit log gone.
 func TestCassandraLedgerNodeLoss(t *testing.T) {
+	cassandra = useCluster(t, "cassandra-cluster")
 	const target = "cassandra-ledger"
 	d := startDaemon(t, cassandraConfig(t, target, "dbcanary_clusters_ledger",
 		"ledger_write: {rate: 2}, ledger_check: {rate: 2}",
@@ -242,6 +250,7 @@ func TestCassandraLedgerNodeLoss(t *testing.T) {
 // reports them missing, every other row intact, and DbcanaryDurabilityLoss
 // fires on the private Prometheus.
 func TestCassandraLedgerOneReplicaLoss(t *testing.T) {
+	cassandra = useCluster(t, "cassandra-cluster")
 	const target = "cassandra-ledger-one"
 	lossy := []string{"DBCANARY_CASSANDRA_COMMITLOG_SYNC=periodic", "DBCANARY_CASSANDRA_COMMITLOG_SYNC_PERIOD=120000ms",
 		"DBCANARY_CASSANDRA_COMMITLOG_COMPRESSION=LZ4Compressor", "DBCANARY_CASSANDRA_HINTED_HANDOFF=false"}
@@ -298,6 +307,7 @@ func TestCassandraLedgerOneReplicaLoss(t *testing.T) {
 // the first contact point killed before dbcanary starts, `dbcanary once`
 // connects through the others and every op succeeds at LOCAL_QUORUM.
 func TestCassandraFirstContactDownAtStart(t *testing.T) {
+	cassandra = useCluster(t, "cassandra-cluster")
 	cassandraNode(1).kill9(t)
 	t.Cleanup(func() { restartCluster(t, "cassandra-cluster") })
 	file := filepath.Join(t.TempDir(), "dbcanary.yaml")

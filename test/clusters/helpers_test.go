@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -331,6 +332,39 @@ func (a *alerting) firing(t *testing.T, severity string) []string {
 	return sorted(seen)
 }
 
+// minus is the alerts of a that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// inhibitedByTargetDown are the alerts alerts/alertmanager.yml inhibits
+// while DbcanaryTargetDown fires for the same target: the operator is not
+// paged for them then.
+var inhibitedByTargetDown = []string{"DbcanaryErrorRatioHigh", "DbcanaryErrorBudgetBurn", "DbcanaryCanaryStale",
+	"DbcanaryLatencyAboveBaseline", "DbcanaryBacklog", "DbcanaryLatencyDrift"}
+
+// pages is what reaches the pager of the alerts in crit once the shipped
+// inhibition by DbcanaryTargetDown{target} is applied.
+func pages(crit []string, target string) []string {
+	if !slices.Contains(crit, "DbcanaryTargetDown{target="+target+"}") {
+		return crit
+	}
+	var out []string
+	for _, a := range crit {
+		name, _, _ := strings.Cut(a, "{")
+		if !slices.Contains(inhibitedByTargetDown, name) || !strings.Contains(a, "target="+target) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func alertName(m map[string]string) string {
 	name := m["alertname"]
 	if m["alertname"] == "" {
@@ -360,6 +394,18 @@ func (a *alerting) waitScraped(t *testing.T, target string) {
 	enginetest.WaitFor(t, 60*time.Second, "Prometheus to scrape the daemon", func() bool {
 		return len(a.query(t, fmt.Sprintf(`dbcanary_target_up{target=%q}`, target))) > 0
 	})
+}
+
+// useCluster starts a cluster with test/stack/<script>.sh unless it runs (it
+// is stopped when the package's tests end if this process started it) and
+// returns its env.
+func useCluster(t *testing.T, script string) stack.Env {
+	t.Helper()
+	env, err := stack.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }
 
 // clusterNode is one node of a cluster started by a *-cluster.sh script.

@@ -13,7 +13,8 @@ import (
 )
 
 // binary is dbcanary built from this tree; cassandra and rabbitmq the
-// clusters' env (<store>-cluster.sh env).
+// clusters' env (<store>-cluster.sh env), set by the tests that use them
+// (useCluster), so that a test run with -run starts only its own cluster.
 var (
 	binary              string
 	cassandra, rabbitmq stack.Env
@@ -36,8 +37,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	cassandra = stack.Must("cassandra-cluster")
-	rabbitmq = stack.Must("rabbitmq-cluster")
 	code := m.Run()
 	stack.Cleanup()
 	_ = os.RemoveAll(dir)
