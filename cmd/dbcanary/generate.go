@@ -123,8 +123,8 @@ func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 		}
 		b.Policy.OpTimeouts[k] = d
 	}
-	if errs := b.Validate(); len(errs) > 0 {
-		return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("%s with overrides: %w", f.baseline, errs)}
+	if err := b.Validate(); err != nil {
+		return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("%s with overrides: %w", f.baseline, err)}
 	}
 	if f.timeScale <= 0 {
 		f.timeScale = 1

@@ -5,6 +5,7 @@ package baseline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -188,17 +189,6 @@ func (b *File) Source(id string) Source {
 	return Source{}
 }
 
-// Errors is every validation problem of a file, each naming its path.
-type Errors []error
-
-func (e Errors) Error() string {
-	s := make([]string, len(e))
-	for i, err := range e {
-		s[i] = err.Error()
-	}
-	return strings.Join(s, "\n")
-}
-
 // Load reads and validates a baseline file.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
@@ -220,16 +210,17 @@ func Parse(data []byte) (*File, error) {
 	if err := dec.Decode(&b); err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
-	if errs := b.Validate(); len(errs) > 0 {
-		return nil, errs
+	if err := b.Validate(); err != nil {
+		return nil, err
 	}
 	return &b, nil
 }
 
 // Validate applies the policy's defaults and reports every problem, each
-// prefixed by its path in the file, section by section.
-func (b *File) Validate() Errors {
-	var p Errors
+// prefixed by its path in the file, section by section, joined
+// (errors.Join: one per line); nil when there is none.
+func (b *File) Validate() error {
+	var p problems
 	p.factors("factors", b.Factors)
 	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
 		p.bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
@@ -238,14 +229,17 @@ func (b *File) Validate() Errors {
 	b.Policy.validate(&p)
 	sources := validateSources(b.Sources, &p)
 	validateFigures(b.Figures, sources, &p)
-	return p
+	return errors.Join(p...)
 }
 
-func (p *Errors) bad(path, format string, args ...any) {
+// problems collects Validate's problems, each prefixed by its path.
+type problems []error
+
+func (p *problems) bad(path, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 }
 
-func (p *Errors) factors(path string, f Factors) {
+func (p *problems) factors(path string, f Factors) {
 	if f.Warning < 1 {
 		p.bad(path+".warning", "must be at least 1 (a figure measured under load is a ceiling), got %g", f.Warning)
 	}
@@ -268,7 +262,7 @@ func (pol *Policy) applyDefaults() {
 	}
 }
 
-func (p Policy) validate(errs *Errors) {
+func (p Policy) validate(errs *problems) {
 	bad := errs.bad
 	if p.SLOObjective <= 0.9 || p.SLOObjective >= 1 {
 		bad("policy.slo_objective", "must be in (0.9, 1), got %g", p.SLOObjective)
@@ -327,7 +321,7 @@ func (p Policy) validate(errs *Errors) {
 }
 
 // validateSources checks the sources and returns their ids.
-func validateSources(list []Source, p *Errors) map[string]bool {
+func validateSources(list []Source, p *problems) map[string]bool {
 	bad := p.bad
 	sources := map[string]bool{}
 	for i, s := range list {
@@ -350,7 +344,7 @@ func validateSources(list []Source, p *Errors) map[string]bool {
 }
 
 // validateFigures checks the figures against each other and the sources.
-func validateFigures(figures []Figure, sources map[string]bool, p *Errors) {
+func validateFigures(figures []Figure, sources map[string]bool, p *problems) {
 	bad := p.bad
 	ids := map[string]bool{}
 	alerted := map[string]string{} // backend/op/phase/stat[/target] → figure id: one alert figure each

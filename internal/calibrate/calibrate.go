@@ -160,8 +160,8 @@ func (r *Recorder) Build(c Conditions, opt Options) (*baseline.File, []string, e
 		return nil, warnings, fmt.Errorf("no sample was recorded: is any op enabled, and did the run last long enough for one?")
 	}
 	fixCritical(b)
-	if errs := b.Validate(); len(errs) > 0 {
-		return nil, warnings, fmt.Errorf("the measured baseline does not validate: %w", errs)
+	if err := b.Validate(); err != nil {
+		return nil, warnings, fmt.Errorf("the measured baseline does not validate: %w", err)
 	}
 	if _, err := generate.Thresholds(b); err != nil {
 		return nil, warnings, fmt.Errorf("no thresholds can be derived from the measured baseline: %w", err)

@@ -197,7 +197,7 @@ func TestAggregateBy(t *testing.T) {
 		t.Errorf("only %d per-target groupings", n)
 	}
 	b.Policy.AggregateBy = []string{"target"}
-	if errs := b.Validate(); len(errs) == 0 {
+	if err := b.Validate(); err == nil {
 		t.Error("aggregate_by [target] (a label of the canary's own) is valid")
 	}
 }

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -147,7 +148,7 @@ func (t Threshold) SkippedNote() string {
 
 func allThresholds(b *baseline.File) ([]Threshold, error) {
 	var out []Threshold
-	var errs baseline.Errors
+	var errs []error
 	own := map[string][]string{} // backend/op/phase/stat → targets with a figure of their own
 	for _, f := range b.Figures {
 		if f.Use == baseline.UseAlert {
@@ -210,7 +211,7 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
