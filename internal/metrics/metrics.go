@@ -44,7 +44,9 @@ const namespace = "dbcanary"
 //	35      OpenSearch index-append p99 x 3 (critical)
 //
 // The alert generator (internal/generate) snaps every threshold onto one of
-// these bounds and its tests fail if one is missing.
+// these bounds and its tests fail if one is missing. Every op histogram has
+// them all with --metrics.histograms=full; the default, Compact, keeps only
+// BoardBuckets and the op's ThresholdBounds (bounds.go).
 var LatencyBuckets = []float64{
 	0.0005, 0.001, 0.0025, 0.003, 0.005, 0.008, 0.01, 0.023, 0.03, 0.05, 0.075,
 	0.1, 0.25, 0.3, 0.4, 0.5, 0.85, 1, 1.2, 1.5, 2.5, 3, 5, 6.7, 7.5, 10, 12, 20, 30, 35, 60,
