@@ -110,22 +110,38 @@ test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
 ## test-compat: what make test does not run (docs/compatibility.md): the shipped rules on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
-.PHONY: test-compat test-compat-prometheus3 test-compat-stores test-compat-clusters
-test-compat: test-compat-prometheus3 test-compat-stores test-compat-clusters
+.PHONY: test-compat test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
+test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
 
 ## test-compat-clusters: node faults on real 3-node clusters (test/clusters, docs/clusters.md: test/stack/cassandra-cluster.sh, kill -9, toxiproxy, the generated rules on a real Prometheus), not in make test
 test-compat-clusters:
 	@mkdir -p $(dir $(FIGURES))
 	DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -v -timeout 40m ./test/clusters/
 
-## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s), on servers of their own
+## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
 test-compat-stores:
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
+	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestExpiredServerCertificates$$' ./test/tls/
 
 ## test-compat-prometheus3: promtool of Prometheus 3.x (built once from the module source and cached by test/tools/prometheus3.sh, ~6 min cold) checks the shipped rules and runs their unit tests
 test-compat-prometheus3:
 	bash test/tools/prometheus3.sh promtool check rules alerts/dbcanary-rules.yml $(CHART)/files/dbcanary-rules.yml
 	bash test/tools/prometheus3.sh promtool test rules alerts/tests/dbcanary-rules_test.yml
+
+## test-compat-e2e-prometheus3: the end-to-end alert test (test/e2e) on Prometheus 3.x at field scrape intervals 15s and 1m (scaled like the rules), native histograms scraped and classic buckets kept (E2E_RUNS overrides the runs)
+E2E_RUNS ?= 15s/native,1m/native
+test-compat-e2e-prometheus3:
+	bash $(TOOLS)/prometheus3.sh install >/dev/null
+	DBCANARY_E2E_PROMETHEUS_BIN=$$(bash $(TOOLS)/prometheus3.sh path) DBCANARY_E2E_RUNS='$(E2E_RUNS)' \
+	  $(GO) test -tags integration -run '^TestAlertsEndToEndOtherPrometheus$$' -count=1 -v -timeout 60m ./test/e2e/
+
+## test-compat-pages-prometheus3: the page-quality fault matrix (test/pages, ~15 min) on Prometheus 3.x, native histograms scraped and classic buckets kept (Alertmanager stays Debian's); its table in $(PAGES_TABLE_PROMETHEUS3)
+PAGES_TABLE_PROMETHEUS3 ?= $(DBCANARY_STACK_DIR)/artefacts/page-quality-prometheus3.md
+test-compat-pages-prometheus3: pages-stack
+	bash $(TOOLS)/prometheus3.sh install >/dev/null
+	@mkdir -p $(dir $(PAGES_TABLE_PROMETHEUS3))
+	$(PAGES_ENV) PAGES_PROMETHEUS_BIN=$$(bash $(TOOLS)/prometheus3.sh path) PAGES_TABLE_OUT=$(PAGES_TABLE_PROMETHEUS3) \
+	  $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
 ## vulncheck: govulncheck ./... (needs https://vuln.go.dev or GOVULNDB=file:///mirror; fails loudly when unreachable)
 vulncheck:

@@ -28,13 +28,19 @@ import (
 // certificate (for 127.0.0.1), signed by c.
 func (c *ca) cassandraServerPEM(t *testing.T, path string, notAfter time.Time) *x509.Certificate {
 	t.Helper()
+	return c.cassandraServerPEMValid(t, path, time.Now().Add(-time.Hour), notAfter)
+}
+
+// cassandraServerPEMValid is cassandraServerPEM valid from notBefore.
+func (c *ca) cassandraServerPEMValid(t *testing.T, path string, notBefore, notAfter time.Time) *x509.Certificate {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "cassandra.dbcanary.test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		NotBefore: notBefore, NotAfter: notAfter,
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

@@ -24,6 +24,13 @@ import (
 // certificate signed by authority, and returns its env.
 func privateTLSBroker(t *testing.T, authority *ca) stack.Env {
 	t.Helper()
+	return privateTLSBrokerCert(t, authority, time.Now().Add(-time.Hour), time.Now().Add(30*24*time.Hour).Truncate(time.Second))
+}
+
+// privateTLSBrokerCert is privateTLSBroker with a broker certificate valid
+// from notBefore to notAfter.
+func privateTLSBrokerCert(t *testing.T, authority *ca, notBefore, notAfter time.Time) stack.Env {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "dbcanary-tls-mq-") // short: Erlang's paths
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +38,7 @@ func privateTLSBroker(t *testing.T, authority *ca) stack.Env {
 	tlsDir := filepath.Join(dir, "tls")
 	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
 	authority.issueFiles(t, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"), "rabbitmq.dbcanary.test",
-		time.Now().Add(-time.Hour), time.Now().Add(30*24*time.Hour).Truncate(time.Second), x509.ExtKeyUsageServerAuth)
+		notBefore, notAfter, x509.ExtKeyUsageServerAuth)
 	// Erlang reads the key as the broker's user: root here, but keep it readable.
 	_ = os.Chmod(filepath.Join(tlsDir, "server-key.pem"), 0o644)
 	env := startPrivate(t, "rabbitmq", dir,
