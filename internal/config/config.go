@@ -274,6 +274,9 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 		for _, pr := range problems {
 			errs = append(errs, pr.err())
 		}
+		if len(errs) == 0 { // a null target: yaml.v3 decodes it as an empty one
+			errs = append(errs, fmt.Errorf("%s: line %d: expected a mapping, got %s", p, n.Line, kindName(n)))
+		}
 		return Target{}, errs
 	}
 	// The target's own keys are decoded into Target; a backend's section

@@ -143,6 +143,8 @@ func TestBadConfigs(t *testing.T) {
 			"targets[0].noop.failure_ratio: must be between 0 and 1, got NaN"}},
 		{"two YAML documents", "targets: []\n---\ntargets: []\n", []string{
 			"line 2: the config holds more than one YAML document (a second one starts here): merge them into one"}},
+		{"null target", "targets:\n  -\n", []string{
+			`targets[0]: line 2: expected a mapping, got ""`}},
 		{"port out of range", "targets:\n  - name: mq\n    backend: rabbitmq\n    rabbitmq:\n      url: amqp://127.0.0.1:99999/\n      password_file: testdata/password\n", []string{
 			"targets[0].rabbitmq.url: port must be between 1 and 65535, got 99999"}},
 	}
