@@ -122,6 +122,7 @@ test-compat-clusters:
 test-compat-stores:
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestExpiredServerCertificates$$' ./test/tls/
+	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestSeaweedFSCollector$$' ./probes/s3/
 
 ## test-compat-prometheus3: promtool of Prometheus 3.x (built once from the module source and cached by test/tools/prometheus3.sh, ~6 min cold) checks the shipped rules and runs their unit tests
 test-compat-prometheus3:
