@@ -50,10 +50,51 @@ func TestMain(m *testing.M) {
 const timeScale = 0.05
 
 func TestAlertsEndToEnd(t *testing.T) {
+	promURL := prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")
+	runAlertsEndToEnd(t, e2eMonitor{
+		scrape: time.Second,
+		amURL:  am.Get(t, "DBCANARY_TEST_ALERTMANAGER_URL"),
+		// The stack's Prometheus (Debian's 2.42) reloads the test's config.
+		load: func(t *testing.T, cfg string) string {
+			if err := os.WriteFile(prom.Get(t, "DBCANARY_TEST_PROMETHEUS_CONFIG"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.Post(promURL+"/-/reload", "", nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("prometheus reload: %v %v", err, resp)
+			}
+			resp.Body.Close()
+			return promURL
+		},
+	})
+}
+
+// e2eMonitor is the Prometheus and Alertmanager one run of the end-to-end
+// test uses.
+type e2eMonitor struct {
+	// scrape is the scrape and evaluation interval (a test interval: the
+	// rules' windows and for: are scaled by timeScale).
+	scrape time.Duration
+	// global holds extra keys of the config's global section (flow style,
+	// each with a leading ", ").
+	global string
+	// nativeHistograms: Prometheus stores native histograms (the run checks
+	// that the native-only service-time histograms arrive).
+	nativeHistograms bool
+	amURL            string
+	// load makes Prometheus use the config and returns its URL.
+	load func(t *testing.T, cfg string) string
+}
+
+// runAlertsEndToEnd runs the healthy checks (boards, pint online) and the
+// faults against one Prometheus and Alertmanager.
+func runAlertsEndToEnd(t *testing.T, m e2eMonitor) {
 	t0 := time.Now()
 	root := stack.RepoRoot()
-	promURL := prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")
-	amURL := am.Get(t, "DBCANARY_TEST_ALERTMANAGER_URL")
+	amURL := m.amURL
+	// Deadlines grow with the scrape interval: every window holds fewer,
+	// later samples.
+	slack := 20 * m.scrape
 
 	// RabbitMQ behind a fault proxy on a free port.
 	tc := toxiproxy.NewClient(toxi.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
@@ -157,29 +198,22 @@ targets:
 		t.Fatal(err)
 	}
 	amHost := strings.TrimPrefix(amURL, "http://")
-	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [%q]
+	cfg := fmt.Sprintf(`global: {scrape_interval: %[1]s, scrape_timeout: %[1]s, evaluation_interval: %[1]s%[2]s}
+rule_files: [%[3]q]
 alerting:
-  alertmanagers: [{static_configs: [{targets: [%q]}]}]
+  alertmanagers: [{static_configs: [{targets: [%[4]q]}]}]
 scrape_configs:
-  - job_name: %s
-    static_configs: [{targets: [%q]}]
-`, rulesPath, amHost, b.Policy.Job, ln.Addr().String())
-	if err := os.WriteFile(prom.Get(t, "DBCANARY_TEST_PROMETHEUS_CONFIG"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(promURL+"/-/reload", "", nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("prometheus reload: %v %v", err, resp)
-	}
-	resp.Body.Close()
+  - job_name: %[5]s
+    static_configs: [{targets: [%[6]q]}]
+`, promDuration(m.scrape), m.global, rulesPath, amHost, b.Policy.Job, ln.Addr().String())
+	promURL := m.load(t, cfg)
 
 	// Every target's series reach the recording rules, not only the first
 	// target's: a Cassandra runner whose session connects a few seconds after
 	// the broker's has no recorded series yet when the boards are checked.
 	const targets = 5
 	const s3Sizes = 4 // the default sizes: 4KiB, 128KiB, 1MiB, 8MiB, each with a get (first_byte, last_byte)
-	waitFor(t, 90*time.Second, "dbcanary scraped and recording rules producing p99 and error ratios for every target", func() (bool, string) {
+	waitFor(t, 90*time.Second+slack, "dbcanary scraped and recording rules producing p99 and error ratios for every target", func() (bool, string) {
 		r := query(t, promURL, fmt.Sprintf(`%s{op="consume",quantile="0.99"}`, generate.RecLatencyQuantile))
 		up := query(t, promURL, `up{job="dbcanary"} == 1`)
 		rec := query(t, promURL, fmt.Sprintf(`count by (target) (%s)`, generate.RecOpErrorRatio))
@@ -190,6 +224,14 @@ scrape_configs:
 			fmt.Sprintf("p99 series %d, up %d, targets with recorded error ratios %d of %d, S3 phase histograms %d of %d", len(r), len(up), len(rec), targets, len(ph), 2*s3Sizes)
 	})
 	t.Logf("healthy after %s", time.Since(t0).Round(time.Second))
+	if m.nativeHistograms {
+		// Service time has native buckets only: stored as a native histogram
+		// when Prometheus scrapes them (a classic +Inf-only histogram when not).
+		waitFor(t, 30*time.Second+slack, "native histograms of service time stored", func() (bool, string) {
+			r := query(t, promURL, `histogram_count(dbcanary_op_service_time_seconds{target="rmq-e2e",result="ok"})`)
+			return len(r) > 0, fmt.Sprintf("%d native service-time histograms", len(r))
+		})
+	}
 	if a := firing(t, amURL); len(a) > 0 {
 		t.Logf("alerts active while healthy (startup): %v", a)
 	}
@@ -203,13 +245,13 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	tf := time.Now()
-	waitAlert(t, amURL, 120*time.Second, true, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "severity": "warning", "op": "publish", "target": "rmq-e2e"})
+	waitAlert(t, amURL, 120*time.Second+slack, true, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "severity": "warning", "op": "publish", "target": "rmq-e2e"})
 	t.Logf("latency warning reached Alertmanager %s after the toxic", time.Since(tf).Round(time.Second))
 	if err := proxy.RemoveToxic("slow"); err != nil {
 		t.Fatal(err)
 	}
 	tf = time.Now()
-	waitAlert(t, amURL, 120*time.Second, false, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "op": "publish"})
+	waitAlert(t, amURL, 120*time.Second+slack, false, map[string]string{"alertname": generate.AlertLatencyAboveBaseline, "op": "publish"})
 	t.Logf("latency alert resolved %s after removing the toxic", time.Since(tf).Round(time.Second))
 
 	// Fault 2: cut the broker off: target down and the error ratio warning; the
@@ -222,7 +264,7 @@ scrape_configs:
 		{"alertname": generate.AlertTargetDown, "target": "rmq-e2e", "severity": "critical"},
 		{"alertname": generate.AlertErrorRatioHigh, "target": "rmq-e2e", "op": "publish", "severity": "warning"},
 	} {
-		waitAlert(t, amURL, 120*time.Second, true, want)
+		waitAlert(t, amURL, 120*time.Second+slack, true, want)
 		t.Logf("%s reached Alertmanager %s after the cut", want["alertname"], time.Since(tf).Round(time.Second))
 	}
 	during := firing(t, amURL)
@@ -240,7 +282,7 @@ scrape_configs:
 		{"alertname": generate.AlertTargetDown, "target": "rmq-e2e"},
 		{"alertname": generate.AlertErrorRatioHigh, "target": "rmq-e2e"},
 	} {
-		waitAlert(t, amURL, 150*time.Second, false, gone)
+		waitAlert(t, amURL, 150*time.Second+slack, false, gone)
 		t.Logf("%s resolved %s after restoring the broker", gone["alertname"], time.Since(tf).Round(time.Second))
 	}
 	t.Logf("total %s; alerts left: %v", time.Since(t0).Round(time.Second), firing(t, amURL))
@@ -428,6 +470,14 @@ func waitAlert(t *testing.T, amURL string, timeout time.Duration, present bool, 
 		}
 		return !present, strings.Join(firing(t, amURL), ", ")
 	})
+}
+
+// promDuration formats a duration as Prometheus reads it (750ms, 3s).
+func promDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d/time.Millisecond)
 }
 
 // waitFor polls every second, up to timeout.

@@ -3,6 +3,7 @@
 package pages
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,11 +20,12 @@ import (
 // `make test` uses the defaults, a run beside a shared stack sets its own
 // (docs/page-quality.md). Prometheus and Alertmanager are started by the
 // suite itself on free ports, with its own config; these are the binaries
-// prometheus.sh and alertmanager.sh install.
-const (
-	prometheusBin   = "/usr/bin/prometheus"
-	alertmanagerBin = "/usr/bin/prometheus-alertmanager"
-)
+// prometheus.sh and alertmanager.sh install. PAGES_PROMETHEUS_BIN runs the
+// suite on another Prometheus (make test-compat-pages-prometheus3: the 3.x
+// test/tools/prometheus3.sh builds).
+const alertmanagerBin = "/usr/bin/prometheus-alertmanager"
+
+var prometheusBin = cmp.Or(os.Getenv("PAGES_PROMETHEUS_BIN"), "/usr/bin/prometheus")
 
 // backendScripts are the stack scripts of the probed servers, by dbcanary backend.
 var backendScripts = map[string]string{
