@@ -11,7 +11,7 @@ import (
 // TestClassifyHandshakeFailures: amqp091 flattens socket and TLS failures of
 // the handshake into a 501 with the error's text; the text decides the cause.
 func TestClassifyHandshakeFailures(t *testing.T) {
-	p := &Probe{dialURL: "amqps://127.0.0.1:5671/"}
+	p := &Probe{urls: []string{"amqps://127.0.0.1:5671/"}}
 	for reason, want := range map[string]probes.Cause{
 		"remote error: tls: certificate required":       probes.CauseTLS,
 		"remote error: tls: bad certificate":            probes.CauseTLS,

@@ -17,6 +17,10 @@ type Config struct {
 	// URL is amqp://host:port/vhost or amqps://host:port/vhost. It must not
 	// carry a password: use password_file or password_env.
 	URL string `yaml:"url"`
+	// URLs are the nodes of one cluster, each as url: the probe connects to
+	// one and moves to the next when a dial fails or its connection drops.
+	// url is a list of one; set one of the two.
+	URLs []string `yaml:"urls"`
 	// ClientAuth: username to authenticate as (SASL PLAIN; default: the
 	// URL's user), password_file or password_env (required), tls (amqps://
 	// turns TLS on by itself), and connect_timeout, which bounds the TCP, TLS
@@ -60,20 +64,15 @@ const minMessageSize = 128
 // Validate implements probes.Config.
 func (c *Config) Validate() []error {
 	var errs []error
-	if c.URL == "" {
+	switch {
+	case c.URL != "" && len(c.URLs) > 0:
+		errs = append(errs, probes.Invalid("urls", "set url (one node) or urls (the nodes of a cluster), not both"))
+	case len(c.URLs) > 0:
+		errs = append(errs, validateURLs(c.URLs)...)
+	case c.URL == "":
 		errs = append(errs, probes.Invalid("url", "missing: amqp://host:5672/vhost or amqps://host:5671/vhost"))
-	} else if u, err := url.Parse(c.URL); err != nil {
-		errs = append(errs, probes.Invalid("url", "not a valid URL: %v", redactURLError(err)))
-	} else {
-		if _, hasPass := u.User.Password(); hasPass {
-			errs = append(errs, probes.Invalid("url", "must not contain a password: use password_file or password_env"))
-		} else if _, err := amqp.ParseURI(c.URL); err != nil {
-			errs = append(errs, probes.Invalid("url", "%v", err))
-		} else if p := u.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				errs = append(errs, probes.Invalid("url", "port must be between 1 and 65535, got %s", p))
-			}
-		}
+	default:
+		errs = append(errs, validateURL("url", c.URL)...)
 	}
 	errs = append(errs, c.ClientAuth.Validate(probes.AuthRules{PasswordRequired: true})...)
 	if c.Heartbeat < 0 {
@@ -99,6 +98,71 @@ func (c *Config) Validate() []error {
 		errs = append(errs, probes.Invalid("queue_prefix", "too long (queue names are at most 255 bytes)"))
 	}
 	return errs
+}
+
+// validateURL checks one node's URL; field names it in the messages.
+func validateURL(field, raw string) []error {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return []error{probes.Invalid(field, "missing: amqp://host:5672/vhost or amqps://host:5671/vhost")}
+	case err != nil:
+		return []error{probes.Invalid(field, "not a valid URL: %v", redactURLError(err))}
+	}
+	if _, hasPass := u.User.Password(); hasPass {
+		return []error{probes.Invalid(field, "must not contain a password: use password_file or password_env")}
+	}
+	if _, err := amqp.ParseURI(raw); err != nil {
+		return []error{probes.Invalid(field, "%v", err)}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return []error{probes.Invalid(field, "port must be between 1 and 65535, got %s", p)}
+		}
+	}
+	return nil
+}
+
+// validateURLs checks urls: each as url, and together as the nodes of one
+// cluster: the same vhost and user (the canary's queues and credentials
+// must be the same whichever node it is connected to), no node twice.
+func validateURLs(urls []string) []error {
+	var errs []error
+	first := -1 // the first valid URL, the others are compared with
+	var vhost, user string
+	for i, raw := range urls {
+		field := fmt.Sprintf("urls[%d]", i)
+		if e := validateURL(field, raw); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		for j := range i {
+			if urls[j] == raw {
+				errs = append(errs, probes.Invalid(field, "the same node as urls[%d]", j))
+			}
+		}
+		uri, _ := amqp.ParseURI(raw)
+		u, _ := url.Parse(raw)
+		if first < 0 {
+			first, vhost, user = i, uri.Vhost, u.User.Username()
+			continue
+		}
+		if uri.Vhost != vhost {
+			errs = append(errs, probes.Invalid(field, "vhost %q differs from urls[%d]'s %q: the URLs are the nodes of one cluster, with one canary queue", uri.Vhost, first, vhost))
+		}
+		if u.User.Username() != user {
+			errs = append(errs, probes.Invalid(field, "user %q differs from urls[%d]'s %q: one user for every node (or set username)", u.User.Username(), first, user))
+		}
+	}
+	return errs
+}
+
+// nodeURLs is the target's nodes: urls, or url as a list of one.
+func (c *Config) nodeURLs() []string {
+	if len(c.URLs) > 0 {
+		return c.URLs
+	}
+	return []string{c.URL}
 }
 
 // Ops implements probes.Config.

@@ -48,6 +48,15 @@ func TestValidateErrors(t *testing.T) {
 		{"loss timeout", func(c *Config) { c.LossTimeout = 0 }, "loss_timeout: must be positive"},
 		{"heartbeat", func(c *Config) { c.Heartbeat = -time.Second }, "heartbeat: must not be negative"},
 		{"queue prefix", func(c *Config) { c.QueuePrefix = strings.Repeat("q", 201) }, "queue_prefix: too long"},
+		{"url and urls", func(c *Config) { c.URLs = []string{"amqp://h1/"} }, "urls: set url (one node) or urls (the nodes of a cluster), not both"},
+		{"urls password", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/", "amqp://u:hunter2@h2/"} }, "urls[1]: must not contain a password: use password_file or password_env"},
+		{"urls empty entry", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/", ""} }, "urls[1]: missing: amqp://host:5672/vhost or amqps://host:5671/vhost"},
+		{"urls bad scheme", func(c *Config) { c.URL, c.URLs = "", []string{"http://h1/"} }, "urls[0]: AMQP scheme must be either 'amqp://' or 'amqps://'"},
+		{"urls bad port", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/", "amqp://h2:70000/"} }, "urls[1]: port must be between 1 and 65535, got 70000"},
+		{"urls unparsable", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://u:hunter2@[::1"} }, "urls[0]: not a valid URL: parse: missing ']' in host"},
+		{"urls twice", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/", "amqp://h2/", "amqp://h1/"} }, "urls[2]: the same node as urls[0]"},
+		{"urls vhost", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/a", "amqp://h2/b"} }, `urls[1]: vhost "b" differs from urls[0]'s "a": the URLs are the nodes of one cluster, with one canary queue`},
+		{"urls user", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://x@h1/", "amqp://y@h2/"} }, `urls[1]: user "y" differs from urls[0]'s "x": one user for every node (or set username)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,5 +76,20 @@ func TestValidateErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestValidateURLs(t *testing.T) {
+	c := validConfig(t)
+	c.URL, c.URLs = "", []string{"amqp://canary@127.0.0.1:15801/", "amqp://canary@127.0.0.1:15802/", "amqps://canary@127.0.0.1:15803/"}
+	if errs := c.Validate(); len(errs) != 0 {
+		t.Fatalf("three nodes: %v", errs)
+	}
+	if got := c.nodeURLs(); len(got) != 3 || got[2] != "amqps://canary@127.0.0.1:15803/" {
+		t.Errorf("nodeURLs = %v", got)
+	}
+	one := validConfig(t)
+	if got := one.nodeURLs(); len(got) != 1 || got[0] != one.URL {
+		t.Errorf("url is a list of one: nodeURLs = %v", got)
 	}
 }

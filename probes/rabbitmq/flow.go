@@ -77,7 +77,7 @@ func (p *Probe) watchFlow(f *flow, notes <-chan amqp.Blocking) {
 // blocked connection. Cause server: the broker answered, and refuses.
 func (p *Probe) blockedErr(reason string) error {
 	return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: broker blocked publishing: %s (connection.blocked, a memory or disk alarm: rabbitmq-diagnostics alarms, rabbitmqctl status; see docs/runbooks.md)",
-		p.dialURL, reason))
+		p.nodeURL(), reason))
 }
 
 // refuseBlocked fails an op at once while the broker blocks f's connection:

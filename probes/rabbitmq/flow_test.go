@@ -18,7 +18,7 @@ import (
 // at warn with the broker's reason.
 func TestFlowLogsOncePerTransition(t *testing.T) {
 	var logs bytes.Buffer
-	p := &Probe{dialURL: "amqp://127.0.0.1:5672/", logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	p := &Probe{urls: []string{"amqp://127.0.0.1:5672/"}, logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	f := newFlow()
 	notes := make(chan amqp.Blocking, 8)
 	for _, b := range []amqp.Blocking{
@@ -56,7 +56,7 @@ func TestFlowLogsOncePerTransition(t *testing.T) {
 // at its deadline; while blocked, a new op is refused before it publishes;
 // after the unblock it is not.
 func TestBlockEndsConfirmWait(t *testing.T) {
-	p := &Probe{dialURL: "amqp://127.0.0.1:5672/", logger: slog.New(slog.DiscardHandler)}
+	p := &Probe{urls: []string{"amqp://127.0.0.1:5672/"}, logger: slog.New(slog.DiscardHandler)}
 	f := newFlow()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()

@@ -209,7 +209,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 	}
 	if !ack {
 		if ch.IsClosed() {
-			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed ledger message %s", p.dialURL, key))
+			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed ledger message %s", p.nodeURL(), key))
 		}
 		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked ledger message %s on queue %s", key, s.queue))
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -33,7 +34,8 @@ type Probe struct {
 	target    string
 	instance  string
 	queue     string
-	dialURL   string // the URL without user info
+	urls      []string     // the nodes (url or urls), without user info
+	node      atomic.Int64 // index in urls of the node connected to or being dialled: error texts name it
 	logger    *slog.Logger
 	report    probes.Reporter
 	certs     probes.CertObserver
@@ -48,6 +50,8 @@ type Probe struct {
 	flow           *flow            // conn's connection.blocked state
 	consuming      bool
 	connectedSince time.Time
+	connNode       int             // index in urls of conn's node
+	cursor         int             // index in urls of the node the next connect tries first
 	redial         backoff.Backoff // 250 ms doubling to maxReconnectBackoff
 	seq            uint64
 
@@ -96,14 +100,21 @@ func (c *lossClock) alive(conn *amqp.Connection, t time.Time) {
 // New builds the probe; it does no I/O.
 func New(t probes.Target) (*Probe, error) {
 	cfg := *t.Config.(*Config)
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("url: %v", redactURLError(err))
+	var urls []string
+	for i, raw := range cfg.nodeURLs() {
+		u, err := url.Parse(raw)
+		if err != nil {
+			if len(cfg.URLs) > 0 {
+				return nil, fmt.Errorf("urls[%d]: %v", i, redactURLError(err))
+			}
+			return nil, fmt.Errorf("url: %v", redactURLError(err))
+		}
+		if u.User != nil && cfg.Username == "" {
+			cfg.Username = u.User.Username()
+		}
+		u.User = nil
+		urls = append(urls, u.String())
 	}
-	if u.User != nil && cfg.Username == "" {
-		cfg.Username = u.User.Username()
-	}
-	u.User = nil
 	prefix := cfg.QueuePrefix
 	if prefix == "" {
 		prefix = "dbcanary." + t.Name
@@ -113,7 +124,7 @@ func New(t probes.Target) (*Probe, error) {
 		target:    t.Name,
 		instance:  t.InstanceID,
 		queue:     prefix + "." + t.InstanceID,
-		dialURL:   u.String(),
+		urls:      urls,
 		logger:    t.Logger,
 		report:    t.Report,
 		certs:     t.Certs,
@@ -133,6 +144,15 @@ func New(t probes.Target) (*Probe, error) {
 	p.wg.Add(1)
 	go p.sweepLost()
 	return p, nil
+}
+
+// nodeURL is the URL of the node connected to (or being dialled), for
+// error texts.
+func (p *Probe) nodeURL() string {
+	if len(p.urls) == 0 {
+		return ""
+	}
+	return p.urls[p.node.Load()]
 }
 
 // Queue returns the canary queue's name.
@@ -183,7 +203,7 @@ func (p *Probe) consumerDown(intended time.Time, err error) {
 	}
 	now := time.Now()
 	p.report.Report(OpConsume, intended, now, now, nil,
-		probes.Fail(probes.CauseOf(err), fmt.Errorf("rabbitmq %s: consumer of queue %s not connected: %w", p.dialURL, p.queue, err)))
+		probes.Fail(probes.CauseOf(err), fmt.Errorf("rabbitmq %s: consumer of queue %s not connected: %w", p.nodeURL(), p.queue, err)))
 }
 
 func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.Outcome) error {
@@ -230,14 +250,14 @@ func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.
 			case ae, ok := <-closed:
 				if ok && ae != nil && ae.Code == amqp.AccessRefused {
 					return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not publish to queue %s through the default exchange: grant write permission on amq.default (see docs/rabbitmq.md): %w",
-						p.dialURL, p.cfg.Username, p.queue, ae))
+						p.nodeURL(), p.cfg.Username, p.queue, ae))
 				}
 				if ok && ae != nil {
 					return p.classify("publish", ae)
 				}
 			default:
 			}
-			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed message seq %d", p.dialURL, seq))
+			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed message seq %d", p.nodeURL(), seq))
 		}
 		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked message seq %d on queue %s", seq, p.queue))
 	}
@@ -280,6 +300,13 @@ func (p *Probe) channel(ctx context.Context) (link, error) {
 		return link{p.pub, p.pubClosed, p.conn, p.flow}, nil
 	}
 	if p.conn != nil {
+		if p.conn.IsClosed() && len(p.urls) > 1 {
+			// The node dropped the connection (it died, was stopped or is
+			// unreachable): start the redial at the next node.
+			p.cursor = (p.connNode + 1) % len(p.urls)
+			p.logger.Info("the connection to the RabbitMQ node is closed: reconnecting, next node first",
+				"node", p.urls[p.connNode], "next", p.urls[p.cursor])
+		}
 		_ = p.conn.Close()
 		p.conn, p.pub, p.consuming = nil, nil, false
 	}
@@ -288,18 +315,82 @@ func (p *Probe) channel(ctx context.Context) (link, error) {
 	}
 	if err := p.connectLocked(ctx); err != nil {
 		p.redial.Fail(time.Now(), err)
-		if p.conn != nil {
-			_ = p.conn.Close()
-			p.conn, p.pub, p.consuming = nil, nil, false
-		}
 		return link{}, err
 	}
 	p.redial.Succeed()
 	return link{p.pub, p.pubClosed, p.conn, p.flow}, nil
 }
 
+// connectLocked connects to the first node that works, trying the URLs in
+// order from the cursor (the node that last worked, or the one after a node
+// that dropped its connection); a node that fails moves the cursor past it.
+// Only when every node failed does the op fail, with each node's error.
+// The caller holds p.mu.
 func (p *Probe) connectLocked(ctx context.Context) error {
-	conn, vhost, err := p.dial(ctx)
+	n, first := len(p.urls), p.cursor
+	var errs []error
+	for k := range n {
+		i := (first + k) % n
+		p.node.Store(int64(i))
+		err := p.connectNode(ctx, i)
+		if err == nil {
+			p.connNode, p.cursor = i, i
+			attrs := []any{"node", p.urls[i], "queue", p.queue}
+			if len(errs) > 0 {
+				attrs = append(attrs, "failed", joinErrors(errs))
+			}
+			p.logger.Info("connected to RabbitMQ node", attrs...)
+			return nil
+		}
+		if p.conn != nil {
+			_ = p.conn.Close()
+			p.conn, p.pub, p.consuming = nil, nil, false
+		}
+		errs = append(errs, err)
+		p.cursor = (i + 1) % n
+		if ctx.Err() != nil {
+			break // out of time: the next op starts at the next node
+		}
+	}
+	return p.allFailed(errs)
+}
+
+// allFailed is the error of a connect in which no node worked: one node's
+// error as it is; for several, each node's error, with the cause of a setup
+// mistake if a node reported one (auth, setup: the same on every node of a
+// cluster), else the first node's.
+func (p *Probe) allFailed(errs []error) error {
+	if len(p.urls) == 1 && len(errs) == 1 {
+		return errs[0]
+	}
+	cause := probes.CauseOf(errs[0])
+	for _, err := range errs {
+		if c := probes.CauseOf(err); c.ConfigCause() {
+			cause = c
+			break
+		}
+	}
+	msg := fmt.Sprintf("rabbitmq: no node of the %d in urls could be used: %s", len(p.urls), joinErrors(errs))
+	if untried := len(p.urls) - len(errs); untried > 0 {
+		msg += fmt.Sprintf("; %d not tried before the op's deadline (the next attempt starts with them)", untried)
+	}
+	return probes.Fail(cause, errors.New(msg))
+}
+
+// joinErrors is errs' texts on one line.
+func joinErrors(errs []error) string {
+	texts := make([]string, len(errs))
+	for i, err := range errs {
+		texts[i] = err.Error()
+	}
+	return strings.Join(texts, "; ")
+}
+
+// connectNode connects to node i (p.urls[i]), declares the canary queue on
+// it and starts the consumer there: a quorum queue is reachable from any
+// node of its cluster, so the consumer follows the connection.
+func (p *Probe) connectNode(ctx context.Context, i int) error {
+	conn, vhost, err := p.dial(ctx, p.urls[i])
 	if err != nil {
 		return err
 	}
@@ -330,7 +421,7 @@ func (p *Probe) connectLocked(ctx context.Context) error {
 	if err != nil {
 		if isAccessRefused(err) {
 			return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not consume from queue %s: grant read permission on names matching ^%s in vhost %q: %w",
-				p.dialURL, p.cfg.Username, p.queue, quoteRE(p.queue), vhost, err))
+				p.nodeURL(), p.cfg.Username, p.queue, quoteRE(p.queue), vhost, err))
 		}
 		return p.classify("consume", err)
 	}
@@ -341,17 +432,17 @@ func (p *Probe) connectLocked(ctx context.Context) error {
 	p.pendMu.Unlock()
 	p.wg.Add(1)
 	go p.consume(conn, deliveries)
-	p.logger.Debug("connected", "queue", p.queue)
 	return nil
 }
 
-// dial opens an AMQP connection to the target's vhost.
-func (p *Probe) dial(ctx context.Context) (*amqp.Connection, string, error) {
+// dial opens an AMQP connection to the target's vhost on the node at
+// dialURL (a URL without user info).
+func (p *Probe) dial(ctx context.Context, dialURL string) (*amqp.Connection, string, error) {
 	password, err := p.cfg.Password().Value()
 	if err != nil {
-		return nil, "", probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", p.dialURL, err))
+		return nil, "", probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", dialURL, err))
 	}
-	uri, err := amqp.ParseURI(p.dialURL)
+	uri, err := amqp.ParseURI(dialURL)
 	if err != nil {
 		return nil, "", probes.Fail(probes.CauseOther, fmt.Errorf("rabbitmq url: %w", err))
 	}
@@ -383,7 +474,7 @@ func (p *Probe) dial(ctx context.Context) (*amqp.Connection, string, error) {
 			}
 		}
 	}
-	conn, err := amqp.DialConfig(p.dialURL, acfg)
+	conn, err := amqp.DialConfig(dialURL, acfg)
 	if err != nil {
 		return nil, "", p.classifyConnect(uri.Vhost, err)
 	}
@@ -405,7 +496,7 @@ func (p *Probe) declare(ch *amqp.Channel) error {
 					p.queue, p.cfg.QueueType, p.cfg.QueueExpires, p.cfg.MaxLength, ae.Reason))
 			case amqp.AccessRefused:
 				return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not declare queue %s: grant configure and read permissions on names matching ^%s and write permission on amq.default (see docs/rabbitmq.md): %s",
-					p.dialURL, p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
+					p.nodeURL(), p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
 			}
 		}
 		return p.classify("declare queue "+p.queue, err)
@@ -552,13 +643,13 @@ func (p *Probe) deleteQueueLocked() error {
 	conn := p.conn
 	if conn != nil && !conn.IsClosed() {
 		if err := p.refuseBlocked(p.flow); err != nil {
-			return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+			return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.nodeURL(), p.queue, p.cfg.QueueExpires, err)
 		}
 	}
 	if conn == nil || conn.IsClosed() {
 		var err error
-		if conn, _, err = p.dial(ctx); err != nil {
-			return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+		if conn, err = p.dialAny(ctx); err != nil {
+			return fmt.Errorf("rabbitmq: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.queue, p.cfg.QueueExpires, err)
 		}
 		defer conn.Close()
 	}
@@ -579,10 +670,29 @@ func (p *Probe) deleteQueueLocked() error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.dialURL, p.queue, p.cfg.QueueExpires, err)
+		return fmt.Errorf("rabbitmq %s: delete queue %s of this one-shot run (it expires after queue_expires %s anyway): %w", p.nodeURL(), p.queue, p.cfg.QueueExpires, err)
 	}
 	p.logger.Debug("deleted the queue of this one-shot run", "queue", p.queue)
 	return nil
+}
+
+// dialAny opens a connection to the first node that answers, from the
+// cursor on, for a one-off task (no queue declared, no consumer).
+func (p *Probe) dialAny(ctx context.Context) (*amqp.Connection, error) {
+	var errs []error
+	for k := range p.urls {
+		i := (p.cursor + k) % len(p.urls)
+		p.node.Store(int64(i))
+		conn, _, err := p.dial(ctx, p.urls[i])
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, p.allFailed(errs)
 }
 
 // dialer returns a Dial function bounded by connect_timeout and the op's deadline.
@@ -614,7 +724,7 @@ func (p *Probe) classify(what string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	wrapped := fmt.Errorf("rabbitmq %s: %s: %w", p.dialURL, what, err)
+	wrapped := fmt.Errorf("rabbitmq %s: %s: %w", p.nodeURL(), what, err)
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
@@ -664,7 +774,7 @@ func (p *Probe) classifyConnect(vhost string, err error) error {
 	if !errors.As(err, &ae) {
 		return p.classify("connect", err)
 	}
-	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", p.dialURL, err)
+	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", p.nodeURL(), err)
 	switch {
 	case ae == amqp.ErrCredentials, ae == amqp.ErrSASL,
 		ae.Code == amqp.AccessRefused && strings.Contains(strings.ToLower(ae.Reason), "login"):
