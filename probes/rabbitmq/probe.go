@@ -497,6 +497,12 @@ func (p *Probe) declare(ch *amqp.Channel) error {
 			case amqp.AccessRefused:
 				return probes.Fail(probes.CauseSetup, fmt.Errorf("rabbitmq %s: user %q may not declare queue %s: grant configure and read permissions on names matching ^%s and write permission on amq.default (see docs/rabbitmq.md): %s",
 					p.nodeURL(), p.cfg.Username, p.queue, quoteRE(p.queue), ae.Reason))
+			case amqp.NotFound:
+				// A durable classic queue whose home node is down: RabbitMQ
+				// answers 404 "home node ... is down or inaccessible". The
+				// node is unreachable, no data is known lost: not not_found.
+				return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: declare queue %s: %s (a classic queue lives on one node: with urls, use queue_type: quorum)",
+					p.nodeURL(), p.queue, ae.Reason))
 			}
 		}
 		return p.classify("declare queue "+p.queue, err)
