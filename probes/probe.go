@@ -103,6 +103,13 @@ type Config interface {
 	Ops() []OpSpec
 }
 
+// Endpointer is implemented by a Config whose target is reached at network
+// addresses: each endpoint as configured (a URL, host:port or host). `dbcanary
+// bench` refuses a target with any endpoint off loopback unless told --yes.
+type Endpointer interface {
+	Endpoints() []string
+}
+
 // Target is what a probe is built from.
 type Target struct {
 	// Name is the target's unique name (a metric label value).

@@ -141,6 +141,7 @@ func anyMatch(lines []string, re *regexp.Regexp) bool {
 func TestRefusesRemoteTargets(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{`{name: mq, backend: rabbitmq, rabbitmq: {url: "amqp://10.1.2.3:5672/", username: u, password_env: PW}}`, "target mq: host 10.1.2.3 (10.1.2.3) is not a loopback address"},
+		{`{name: mq2, backend: rabbitmq, rabbitmq: {urls: ["amqp://127.0.0.1:5672/", "amqp://10.1.2.4:5672/"], username: u, password_env: PW}}`, "target mq2: host 10.1.2.4 (10.1.2.4) is not a loopback address"},
 		{`{name: c, backend: cassandra, cassandra: {hosts: ["127.0.0.1", "192.0.2.7:9042"], username: u, password_env: PW}}`, "target c: host 192.0.2.7 (192.0.2.7) is not a loopback address"},
 		{`{name: o, backend: opensearch, opensearch: {addresses: ["https://[::1]:9200", "http://198.51.100.1:9200"]}}`, "target o: host 198.51.100.1 (198.51.100.1) is not a loopback address"},
 		{`{name: s, backend: s3, s3: {endpoint: "s3.example.invalid:443", access_key_id_env: PW, secret_access_key_env: PW}}`, "target s: host s3.example.invalid does not resolve"},

@@ -21,10 +21,6 @@ import (
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
 	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/cassandra"
-	"github.com/dbcanary/dbcanary/probes/opensearch"
-	"github.com/dbcanary/dbcanary/probes/rabbitmq"
-	"github.com/dbcanary/dbcanary/probes/s3"
 )
 
 // Options of one bench run.
@@ -268,22 +264,15 @@ func hosts(t config.Target) []string {
 			out = append(out, hostOnly(s))
 		}
 	}
-	switch c := t.Probe.(type) {
-	case *cassandra.Config:
-		for _, h := range c.Hosts {
-			out = append(out, hostOnly(h))
-		}
-	case *opensearch.Config:
-		for _, a := range c.Addresses {
-			fromURL(a)
-		}
-	case *rabbitmq.Config:
-		fromURL(c.URL)
-	case *s3.Config:
-		if strings.Contains(c.Endpoint, "://") {
-			fromURL(c.Endpoint)
+	e, ok := t.Probe.(probes.Endpointer)
+	if !ok {
+		return nil
+	}
+	for _, ep := range e.Endpoints() {
+		if strings.Contains(ep, "://") {
+			fromURL(ep)
 		} else {
-			out = append(out, hostOnly(c.Endpoint))
+			out = append(out, hostOnly(ep))
 		}
 	}
 	return out

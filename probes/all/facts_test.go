@@ -27,3 +27,16 @@ func TestEveryBackendDescribed(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryNetworkBackendNamesItsEndpoints: every backend but noop says
+// where its target is (probes.Endpointer), so `dbcanary bench` can refuse a
+// target off loopback without knowing the backend.
+func TestEveryNetworkBackendNamesItsEndpoints(t *testing.T) {
+	for _, name := range probes.Names() {
+		be, _ := probes.Lookup(name)
+		_, ok := be.NewConfig().(probes.Endpointer)
+		if want := name != "noop"; ok != want {
+			t.Errorf("%s: implements probes.Endpointer %v, want %v", name, ok, want)
+		}
+	}
+}

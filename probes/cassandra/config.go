@@ -331,3 +331,6 @@ func (c *Config) Ops() []probes.OpSpec {
 		{Name: OpReadMiss, DefaultRate: 0, Help: "read a key never written (expects no row): the missing half of a half-miss read mix"},
 	}, ledger.Specs()...)
 }
+
+// Endpoints implements probes.Endpointer.
+func (c *Config) Endpoints() []string { return c.Hosts }

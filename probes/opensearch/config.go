@@ -175,3 +175,6 @@ func redactURLError(err error) error {
 	}
 	return err
 }
+
+// Endpoints implements probes.Endpointer.
+func (c *Config) Endpoints() []string { return c.Addresses }

@@ -157,6 +157,9 @@ func validateURLs(urls []string) []error {
 	return errs
 }
 
+// Endpoints implements probes.Endpointer: every node URL.
+func (c *Config) Endpoints() []string { return c.nodeURLs() }
+
 // nodeURLs is the target's nodes: urls, or url as a list of one.
 func (c *Config) nodeURLs() []string {
 	if len(c.URLs) > 0 {

@@ -308,3 +308,6 @@ func (c *Config) Ops() []probes.OpSpec {
 		Help: "list this process's prefix and check that every canary object written earlier is listed"})
 	return append(specs, ledger.Specs()...)
 }
+
+// Endpoints implements probes.Endpointer.
+func (c *Config) Endpoints() []string { return []string{c.Endpoint} }
