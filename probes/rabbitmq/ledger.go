@@ -211,7 +211,8 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 		if ch.IsClosed() {
 			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed ledger message %s", p.nodeURL(), key))
 		}
-		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked ledger message %s on queue %s", key, s.queue))
+		_ = ch.Close() // the next write opens a new channel (see publishOne)
+		return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: broker nacked ledger message %s on queue %s", p.nodeURL(), key, s.queue))
 	}
 	out.BytesSent = int64(len(body))
 	if err := s.l.Add(ledger.Entry{Key: key, Where: s.queue, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: time.Now(), Setting: s.setting}); err != nil {

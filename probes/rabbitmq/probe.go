@@ -259,7 +259,11 @@ func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.
 			}
 			return probes.Fail(probes.CauseRefused, fmt.Errorf("rabbitmq %s: connection lost before the broker confirmed message seq %d", p.nodeURL(), seq))
 		}
-		return probes.Fail(probes.CauseServer, fmt.Errorf("broker nacked message seq %d on queue %s", seq, p.queue))
+		// A quorum queue's channel whose first publishes met a leader
+		// election can nack every later one (seen on RabbitMQ 3.10 right
+		// after a switch of node): the next op starts on a new connection.
+		_ = ch.Close()
+		return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: broker nacked message seq %d on queue %s (the next op reconnects)", p.nodeURL(), seq, p.queue))
 	}
 	out.BytesSent = int64(len(body))
 	now := time.Now()
