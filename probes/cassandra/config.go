@@ -24,6 +24,12 @@ type Config struct {
 	Port int `yaml:"port"`
 	// LocalDC makes routing DC-aware: requests go to replicas in this data centre.
 	LocalDC string `yaml:"local_dc"`
+	// PinHosts makes the listed hosts the only coordinators: the driver
+	// still reads the ring's metadata but sends every request to a listed
+	// host. One target per node (each with pin_hosts and that node alone
+	// in hosts) shows each coordinator's latency and errors apart
+	// (docs/clusters.md, "Which node").
+	PinHosts bool `yaml:"pin_hosts"`
 	// ClientAuth: username (PasswordAuthenticator; empty means no
 	// authentication), password_file or password_env, tls, and
 	// connect_timeout, which bounds dialling, the TLS handshake and authentication.

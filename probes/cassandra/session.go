@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -63,6 +64,13 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 		fallback = gocql.DCAwareRoundRobinPolicy(p.cfg.LocalDC)
 	}
 	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback)
+	if p.cfg.PinHosts {
+		f, err := p.pinnedHosts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cl.HostFilter = f
+	}
 	if p.cfg.Username != "" {
 		password, err := p.cfg.Password().Value()
 		if err != nil {
@@ -108,4 +116,29 @@ func (p *Probe) noteResult(s *gocql.Session, err error) {
 		s.Close()
 		p.sess, p.noHostsSince = nil, time.Time{}
 	}
+}
+
+// pinnedHosts is the filter of pin_hosts: a node is used only if its address
+// is one the configured hosts resolve to. (gocql's WhiteListHostFilter panics
+// when a name does not resolve; this says which one, as cause dns.)
+func (p *Probe) pinnedHosts(ctx context.Context) (gocql.HostFilter, error) {
+	allowed := map[string]bool{}
+	for _, h := range p.cfg.Hosts {
+		host := h
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			host = hh
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			allowed[ip.String()] = true
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		if err != nil {
+			return nil, probes.Fail(probes.CauseDNS, fmt.Errorf("cassandra %s: pin_hosts: resolve %s: %w", p.hostList, host, err))
+		}
+		for _, a := range addrs {
+			allowed[a.IP.String()] = true
+		}
+	}
+	return gocql.HostFilterFunc(func(h *gocql.HostInfo) bool { return allowed[h.ConnectAddress().String()] }), nil
 }
