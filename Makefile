@@ -109,7 +109,7 @@ soak-pages:
 test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
-## test-compat: what make test does not run (docs/compatibility.md): the shipped rules on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
+## test-compat: what make test does not run (docs/compatibility.md): the shipped rules, the end-to-end alert test and the page-quality suite on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
 .PHONY: test-compat test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
 test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
 
