@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -782,6 +784,9 @@ func (p *Probe) classify(what string, err error) error {
 func (p *Probe) classifyConnect(vhost string, err error) error {
 	var ae *amqp.Error
 	if !errors.As(err, &ae) {
+		if p.cfg.TLS.CertFile == "" && (strings.HasPrefix(p.nodeURL(), "amqps://") || p.cfg.TLS.Configured()) && resetOrEOF(err) {
+			err = fmt.Errorf("%w (%s)", err, noClientCertHint)
+		}
 		return p.classify("connect", err)
 	}
 	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", p.nodeURL(), err)
@@ -793,6 +798,18 @@ func (p *Probe) classifyConnect(vhost string, err error) error {
 		return probes.Fail(probes.CauseSetup, fmt.Errorf("%w (user %q authenticated but may not use vhost %q: grant permissions there, see docs/rabbitmq.md)", wrapped, p.cfg.Username, vhost))
 	}
 	return p.classify("connect", err)
+}
+
+// noClientCertHint explains a connection reset right after the TLS handshake
+// when no client certificate is configured: with TLS 1.3 a broker with
+// fail_if_no_peer_cert refuses the client only after the client's handshake
+// has completed, and its certificate_required alert is lost when the
+// client's first write meets the closed socket.
+const noClientCertHint = "over TLS without a client certificate: a broker with fail_if_no_peer_cert closes such connections after the handshake, which can show only as this reset; set tls.cert_file and tls.key_file if it requires client certificates"
+
+func resetOrEOF(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "connection reset by peer")
 }
 
 func isAccessRefused(err error) bool {

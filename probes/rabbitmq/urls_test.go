@@ -192,3 +192,51 @@ func TestOneURLErrorUnchanged(t *testing.T) {
 
 // strip is a URL without its user, as the probe names nodes.
 func strip(u string) string { return strings.Replace(u, "canary@", "", 1) }
+
+// resettingPort is a URL whose listener resets every connection at once, as
+// a broker refusing a client without a certificate can appear to.
+func resettingPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	return "amqp://canary@" + l.Addr().String() + "/"
+}
+
+// TestResetOverTLSWithoutClientCertHints: a connection reset over TLS with
+// no client certificate configured says to check client certificates; with
+// one configured, or without TLS, the error is the node's own.
+func TestResetOverTLSWithoutClientCertHints(t *testing.T) {
+	const hint = "set tls.cert_file and tls.key_file"
+	for _, c := range []struct {
+		name     string
+		tls      probes.TLSConfig
+		wantHint bool
+	}{
+		{"plaintext", probes.TLSConfig{}, false},
+		{"tls without a client certificate", probes.TLSConfig{Enabled: true, InsecureSkipVerify: true}, true},
+	} {
+		var logs bytes.Buffer
+		p := urlsProbe(t, []string{resettingPort(t)}, &logs)
+		p.cfg.TLS = c.tls
+		err := p.Prepare(context.Background())
+		if err == nil {
+			t.Fatalf("%s: Prepare against a resetting port succeeded", c.name)
+		}
+		if got := strings.Contains(err.Error(), hint); got != c.wantHint {
+			t.Errorf("%s: hint %v, want %v: %v", c.name, got, c.wantHint, err)
+		}
+	}
+}

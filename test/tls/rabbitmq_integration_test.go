@@ -119,6 +119,17 @@ func TestRabbitMQOverAMQPS(t *testing.T) {
 	_ = once.Run()
 	for target, want := range map[string]string{"no-client-cert": "certificate required", "wrong-ca": "certificate signed by unknown authority", "wrong-name": "not rabbitmq.example.org"} {
 		row := grep(out.String(), target+" ")
+		// With TLS 1.3 the broker refuses a client without a certificate
+		// after the client's handshake has completed; when the client's
+		// first write meets the closed socket the alert is lost and the
+		// error is a reset, to which dbcanary adds what to check (seen in
+		// CI on 26 Nov 2026).
+		if target == "no-client-cert" && strings.Contains(row, "connection reset") {
+			if strings.Count(row, "set tls.cert_file and tls.key_file") != strings.Count(row, "\n")+1 {
+				t.Errorf("%s: a reset without the client-certificate hint:\n%s", target, row)
+			}
+			continue
+		}
 		if f := strings.Fields(row); len(f) < 6 || f[3] != "error" || f[5] != "tls" || !strings.Contains(row, want) {
 			t.Errorf("%s: want cause tls saying %q, got:\n%s", target, want, out.String())
 		}
