@@ -43,36 +43,10 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startPrivate starts a server of its own with test/stack/<script>.sh in its
-// stack directory dir with the DBCANARY_* settings in env, stops it when the
-// test ends, and returns what `<script>.sh env` prints.
+// startPrivate is stack.StartPrivate.
 func startPrivate(t *testing.T, script, dir string, env ...string) stack.Env {
 	t.Helper()
-	run := func(action string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(stack.Dir(), script+".sh"), action)
-		cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+dir), env...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := run("stop"); err != nil {
-			t.Errorf("stop private %s: %v\n%s", script, err, out)
-		}
-	})
-	if out, err := run("start"); err != nil {
-		t.Fatalf("start private %s: %v\n%s", script, err, out)
-	}
-	out, err := run("env")
-	if err != nil {
-		t.Fatalf("%s.sh env: %v", script, err)
-	}
-	e := stack.Env{}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			e[k] = v
-		}
-	}
-	return e
+	return stack.StartPrivate(t, script, dir, env...)
 }
 
 // syncBuffer is a bytes.Buffer the daemon writes and the test reads.

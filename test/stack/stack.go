@@ -128,6 +128,11 @@ func Start(backend string) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseEnv(out), nil
+}
+
+// parseEnv reads the KEY=VALUE lines of a script's env action.
+func parseEnv(out string) Env {
 	env := Env{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -135,7 +140,34 @@ func Start(backend string) (Env, error) {
 			env[k] = v
 		}
 	}
-	return env, nil
+	return env
+}
+
+// StartPrivate starts a server of the test's own with test/stack/<script>.sh
+// in the stack directory dir, with the DBCANARY_* settings in env (its ports,
+// its shape), stops it when the test ends, and returns what `<script>.sh env`
+// prints. The default stack's servers are left alone.
+func StartPrivate(t testing.TB, script, dir string, env ...string) Env {
+	t.Helper()
+	run := func(action string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join(Dir(), script+".sh"), action)
+		cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+dir), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := run("stop"); err != nil {
+			t.Errorf("stop private %s: %v\n%s", script, err, out)
+		}
+	})
+	if out, err := run("start"); err != nil {
+		t.Fatalf("start private %s: %v\n%s", script, err, out)
+	}
+	out, err := run("env")
+	if err != nil {
+		t.Fatalf("%s.sh env: %v", script, err)
+	}
+	return parseEnv(out)
 }
 
 // Stop stops a backend now (outage tests).

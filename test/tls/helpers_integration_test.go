@@ -8,44 +8,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-// startPrivate starts a server of its own with test/stack/<script>.sh, its
-// stack directory dir and the DBCANARY_* settings in env, stops it and removes
-// dir when the test ends, and returns what `<script>.sh env` prints.
+// startPrivate is stack.StartPrivate, and removes dir when the test ends
+// (after the server is stopped: cleanups run last-registered first).
 func startPrivate(t *testing.T, script, dir string, env ...string) stack.Env {
 	t.Helper()
-	run := func(action string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join(stack.Dir(), script+".sh"), action)
-		cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+dir), env...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := run("stop"); err != nil {
-			t.Errorf("stop private %s: %v\n%s", script, err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
-	if out, err := run("start"); err != nil {
-		t.Fatalf("start private %s: %v\n%s", script, err, out)
-	}
-	out, err := run("env")
-	if err != nil {
-		t.Fatalf("%s.sh env: %v", script, err)
-	}
-	e := stack.Env{}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			e[k] = v
-		}
-	}
-	return e
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return stack.StartPrivate(t, script, dir, env...)
 }
 
 // startDaemon runs `dbcanary run` on cfg until the test ends and returns its
