@@ -141,8 +141,8 @@ func (c *Config) Validate() []error {
 	if c.BulkSize < 1 || c.BulkSize > 1000 {
 		errs = append(errs, probes.Invalid("bulk_size", "must be between 1 and 1000, got %d", c.BulkSize))
 	}
-	if c.BodyWords < 10 || c.BodyWords > 100000 {
-		errs = append(errs, probes.Invalid("body_words", "must be between 10 and 100000, got %d", c.BodyWords))
+	if c.BodyWords < minBodyWords || c.BodyWords > maxBodyWords {
+		errs = append(errs, probes.Invalid("body_words", "must be between %d and %d, got %d", minBodyWords, maxBodyWords, c.BodyWords))
 	}
 	if c.PollInterval < time.Millisecond {
 		errs = append(errs, probes.Invalid("poll_interval", "must be at least 1ms, got %s", c.PollInterval))
@@ -152,6 +152,12 @@ func (c *Config) Validate() []error {
 	}
 	return errs
 }
+
+// The range of body_words.
+const (
+	minBodyWords = 10
+	maxBodyWords = 100000
+)
 
 // Ops implements probes.Config.
 func (c *Config) Ops() []probes.OpSpec {

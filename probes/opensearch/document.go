@@ -314,7 +314,13 @@ func appendJSONString(b []byte, s string) []byte {
 // payloadSizes are the JSON sizes of an op document with bodyWords words and
 // of a reference document (the mean over the set): the payload estimates
 // check-config prints a target's load from.
+//
+// Ops calls it before a config is known to be valid (config.Parse reports the
+// op-name problems with the field problems), so an out-of-range body_words is
+// clamped to the range Validate accepts: never a panic on 0, never gigabytes
+// on a huge value.
 func payloadSizes(bodyWords int) (doc, ref float64) {
+	bodyWords = min(max(bodyWords, minBodyWords), maxBodyWords)
 	const instance = "dbcanary-0123456789ab" // an instance id of the usual length
 	b, _ := json.Marshal(opDoc(instance, "0123456789ab", 1, time.Unix(0, 0), bodyWords, rand.New(rand.NewPCG(1, 2))))
 	var total int
