@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -248,4 +249,20 @@ func CheckFacts(f Facts, configs ...Config) []error {
 		errs = append(errs, fmt.Errorf("op %q runs but is not in the facts: it would have no rules or panels", op))
 	}
 	return errs
+}
+
+// Stores names the stores the registered backends probe, by their titles in
+// the order of their names ("Cassandra, OpenSearch, RabbitMQ and S3"), for
+// the command's help and the landing page; backends without a board are left out.
+func Stores() string {
+	var titles []string
+	for _, name := range Names() {
+		if f, ok := FactsOf(name); ok && f.Title != "" {
+			titles = append(titles, f.Title)
+		}
+	}
+	if len(titles) < 2 {
+		return strings.Join(titles, "")
+	}
+	return strings.Join(titles[:len(titles)-1], ", ") + " and " + titles[len(titles)-1]
 }

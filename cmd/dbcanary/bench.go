@@ -19,7 +19,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/bench"
-	"github.com/dbcanary/dbcanary/probes/s3"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 type benchFlags struct {
@@ -221,7 +221,7 @@ func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
 	}
 	if f.sizes != "" {
 		for _, s := range strings.Split(f.sizes, ",") {
-			z, err := s3.ParseSize(s)
+			z, err := probes.ParseSize(s)
 			if err != nil || z <= 0 {
 				return p, fmt.Errorf("--s3-sizes: %q is not an object size (4KiB, 1MiB)", s)
 			}

@@ -1,5 +1,5 @@
-// Command dbcanary runs continuous, verified canary workloads against
-// Cassandra, OpenSearch, RabbitMQ and S3 and exports what it sees to Prometheus.
+// Command dbcanary runs continuous, verified canary workloads against the
+// data stores its probes (probes/all) know and exports what it sees to Prometheus.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dbcanary/dbcanary/internal/config"
+	"github.com/dbcanary/dbcanary/probes"
 	_ "github.com/dbcanary/dbcanary/probes/all" // registers every backend
 )
 
@@ -105,7 +106,7 @@ func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalFlags) {
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "dbcanary",
-		Short: "Continuous verified canaries for Cassandra, OpenSearch, RabbitMQ and S3, exported to Prometheus",
+		Short: "Continuous verified canaries for " + probes.Stores() + ", exported to Prometheus",
 		Long: `dbcanary runs low-rate synthetic workloads against data stores on an open-loop
 schedule, verifies that what it wrote reads back intact, and exports latency
 histograms, failure causes and availability as Prometheus metrics.`,

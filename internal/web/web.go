@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/dbcanary/dbcanary/internal/status"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // Options configures the handler.
@@ -71,7 +72,7 @@ func Handler(o Options) (http.Handler, error) {
 	} else if o.MetricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "dbcanary",
-			Description: "Continuous verified canaries for Cassandra, OpenSearch, RabbitMQ and S3",
+			Description: "Continuous verified canaries for " + probes.Stores(),
 			Version:     o.Version,
 			Links: []web.LandingLinks{
 				{Address: o.MetricsPath, Text: "Metrics"},

@@ -40,3 +40,10 @@ func TestEveryNetworkBackendNamesItsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestStores: the help text and landing page name the stores from the registry.
+func TestStores(t *testing.T) {
+	if got, want := probes.Stores(), "Cassandra, OpenSearch, RabbitMQ and S3"; got != want {
+		t.Errorf("Stores() = %q, want %q", got, want)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
@@ -91,14 +90,14 @@ func fmtHours(d time.Duration) string {
 	return d.String()
 }
 
-// Size is a byte count written as 4KiB, 1MiB, 1GiB, 512B or a plain number.
-type Size int64
+// Size is an object size (probes.Size: 4KiB, 1MiB, ...).
+type Size = probes.Size
 
 // Binary units.
 const (
-	KiB Size = 1 << 10
-	MiB Size = 1 << 20
-	GiB Size = 1 << 30
+	KiB = probes.KiB
+	MiB = probes.MiB
+	GiB = probes.GiB
 )
 
 // Limits: the S3 minimum part size, and an object size a canary should not exceed.
@@ -107,61 +106,6 @@ const (
 	maxObjectSize = 1 * GiB
 	maxSizes      = 8 // each size is 5 op series: keep the label set small
 )
-
-// String is the exact, shortest binary form: it becomes part of op names.
-func (s Size) String() string {
-	switch {
-	case s >= GiB && s%GiB == 0:
-		return strconv.FormatInt(int64(s/GiB), 10) + "GiB"
-	case s >= MiB && s%MiB == 0:
-		return strconv.FormatInt(int64(s/MiB), 10) + "MiB"
-	case s >= KiB && s%KiB == 0:
-		return strconv.FormatInt(int64(s/KiB), 10) + "KiB"
-	}
-	return strconv.FormatInt(int64(s), 10) + "B"
-}
-
-// ParseSize reads 4KiB, 1MiB, 1GiB, 512B or a plain byte count.
-func ParseSize(text string) (Size, error) {
-	t := strings.TrimSpace(text)
-	mult := Size(1)
-	for _, u := range []struct {
-		suffix string
-		mult   Size
-	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > int64(16*GiB/mult) {
-		return 0, fmt.Errorf("%q is not a size: use a whole number with an optional unit B, KiB, MiB or GiB (e.g. 128KiB)", text)
-	}
-	return Size(n) * mult, nil
-}
-
-// UnmarshalYAML accepts "4KiB" and 4096.
-func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return sizeError(n, "a size must be a scalar such as 4KiB")
-	}
-	v, err := ParseSize(n.Value)
-	if err != nil {
-		return sizeError(n, err.Error())
-	}
-	*s = v
-	return nil
-}
-
-// sizeError is a yaml.TypeError, so decoding goes on and reports every
-// problem; the column lets internal/config name this node's path exactly.
-func sizeError(n *yaml.Node, msg string) error {
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %s", n.Line, n.Column, msg)}}
-}
-
-// MarshalYAML writes the unit form, for `dbcanary --dumpconfig`.
-func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
 
 // Validate implements probes.Config.
 func (c *Config) Validate() []error {

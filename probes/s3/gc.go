@@ -202,7 +202,7 @@ func isDigits(s string, min int) bool {
 
 // isSize accepts only the canonical form the canary writes (4KiB, 512B).
 func isSize(s string) bool {
-	v, err := ParseSize(s)
+	v, err := probes.ParseSize(s)
 	return err == nil && v > 0 && v.String() == s
 }
 
