@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -28,19 +29,10 @@ func TestPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool not found after install: %v", err)
 	}
-	for _, args := range [][]string{
-		{"check", "rules", "alerts/dbcanary-rules.yml"},
-		{"test", "rules", "alerts/tests/dbcanary-rules_test.yml"},
-	} {
-		cmd := exec.Command(promtool, args...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
-		} else {
-			t.Logf("promtool %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
-		}
+	if out, err := exec.Command(promtool, "check", "rules", filepath.Join(root, "alerts", "dbcanary-rules.yml")).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules alerts/dbcanary-rules.yml: %v\n%s", err, out)
 	}
+	promtoolTestSplit(t, promtool, root)
 	// The scaled test copy the end-to-end test loads must be valid too.
 	b := shippedBaseline(t)
 	files, err := RuleFiles(b, Options{TimeScale: 0.05})
@@ -70,6 +62,59 @@ func TestPromtool(t *testing.T) {
 	}
 	if out, err := exec.Command(promtool, "check", "rules", p).CombinedOutput(); err != nil {
 		t.Errorf("promtool check rules (aggregate_by cluster, vantage): %v\n%s", err, out)
+	}
+}
+
+// promtoolTestSplit runs every test of the committed promtool test file, in
+// two promtool processes at once: the two drift scenarios (26 h each at the
+// 1-minute evaluation interval: over half of the evaluation steps) and the
+// others. One process took ~70-100 s of make test's serial integration pass.
+func promtoolTestSplit(t *testing.T, promtool, root string) {
+	data, err := os.ReadFile(filepath.Join(root, "alerts", "tests", "dbcanary-rules_test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile(filepath.Join(root, "alerts", "dbcanary-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dbcanary-rules.yml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	drift := func(name string) bool { return strings.Contains(name, "drift") }
+	parts := map[string]func(string) bool{"drift": drift, "others": func(n string) bool { return !drift(n) }}
+	var wg sync.WaitGroup
+	var total int
+	for name, keep := range parts {
+		part, n := testsWhere(t, data, keep)
+		if n == 0 {
+			t.Fatalf("no promtool test in part %s", name)
+		}
+		total += n
+		file := filepath.Join("tests", name+".yml")
+		if err := os.WriteFile(filepath.Join(dir, file), part, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(promtool, "test", "rules", file)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("promtool test rules (%d tests of alerts/tests/dbcanary-rules_test.yml: %s): %v\n%s", n, name, err, out)
+			} else {
+				t.Logf("promtool test rules (%d tests: %s): %s", n, name, strings.TrimSpace(string(out)))
+			}
+		}()
+	}
+	wg.Wait()
+	if _, all := testsWhere(t, data, func(string) bool { return true }); total != all {
+		t.Errorf("the parts hold %d tests, the file %d", total, all)
 	}
 }
 
