@@ -5,13 +5,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 )
 
 // Facts is what the generated alert rules, promtool tests and Grafana boards
 // (internal/generate) know about a backend, declared as plain data by the
-// probe itself (probes/<backend>/facts.go, registered with Describe). The
+// probe itself (Backend.Facts, in probes/<backend>/register.go). The
 // generator reads nothing else about a backend, so adding one never touches
 // it; a probe still never imports the generator, Prometheus or Grafana.
 type Facts struct {
@@ -94,49 +92,10 @@ type Query struct {
 	Legend string
 }
 
-var (
-	factsMu sync.RWMutex
-	facts   = map[string]Facts{}
-)
-
-// Describe declares a backend's rule and board facts. It is called from the
-// init function of the probe's package (facts.go), beside Register; every
-// registered backend must describe itself, if only as NoBoard. Like
-// Register, it panics on a mistake, so the mistake fails every test and
-// the daemon's start.
-func Describe(backend string, f Facts) {
-	if err := f.check(); err != nil {
-		panic(fmt.Sprintf("probes: facts of backend %q: %v", backend, err))
-	}
-	factsMu.Lock()
-	defer factsMu.Unlock()
-	if backend == "" {
-		panic("probes: facts without a backend name")
-	}
-	if _, dup := facts[backend]; dup {
-		panic(fmt.Sprintf("probes: backend %q described twice", backend))
-	}
-	facts[backend] = f
-}
-
-// FactsOf returns the facts a backend described.
-func FactsOf(backend string) (Facts, bool) {
-	factsMu.RLock()
-	defer factsMu.RUnlock()
-	f, ok := facts[backend]
-	return f, ok
-}
-
-// Described returns the names of the backends that described their facts, sorted.
-func Described() []string {
-	factsMu.RLock()
-	defer factsMu.RUnlock()
-	names := make([]string, 0, len(facts))
-	for n := range facts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+// Declared reports whether the facts say anything: a backend declares
+// NoBoard or a title and its ops.
+func (f Facts) Declared() bool {
+	return f.NoBoard || f.Title != "" || len(f.Ops) > 0 || len(f.Panels) > 0
 }
 
 // Op returns the facts of one op.
@@ -249,20 +208,4 @@ func CheckFacts(f Facts, configs ...Config) []error {
 		errs = append(errs, fmt.Errorf("op %q runs but is not in the facts: it would have no rules or panels", op))
 	}
 	return errs
-}
-
-// Stores names the stores the registered backends probe, by their titles in
-// the order of their names ("Cassandra, OpenSearch, RabbitMQ and S3"), for
-// the command's help and the landing page; backends without a board are left out.
-func Stores() string {
-	var titles []string
-	for _, name := range Names() {
-		if f, ok := FactsOf(name); ok && f.Title != "" {
-			titles = append(titles, f.Title)
-		}
-	}
-	if len(titles) < 2 {
-		return strings.Join(titles, "")
-	}
-	return strings.Join(titles[:len(titles)-1], ", ") + " and " + titles[len(titles)-1]
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -141,16 +142,27 @@ type Reporter interface {
 	Report(op string, intended, sent, done time.Time, out *Outcome, err error)
 }
 
-// Backend registers a probe type.
+// Backend is everything the rest of the program knows of a backend, in one
+// record: each probe package registers one (probes/<name>/register.go) and
+// nothing outside it names the backend. The config loader, the engine,
+// `dbcanary once`, `dbcanary bench`, the status page and the rule and board
+// generator all read it from the registry.
 type Backend struct {
-	// Name is the backend name used in config (`backend: rabbitmq`) and as
-	// the key of its config section.
+	// Name is the backend name used in config (`backend: rabbitmq`), as the
+	// key of its config section and as the metrics' backend label.
 	Name string
-	// NewConfig returns a new config section with defaults set.
+	// NewConfig returns a new config section with defaults set. Its Ops are
+	// what the engine schedules; a Config that is an Endpointer names where
+	// its target is, so `dbcanary bench` can refuse a target off loopback.
 	NewConfig func() Config
 	// New builds a probe. It must not do network I/O: connecting belongs in
 	// Prepare and Run, so a target that is down still gets a probe and metrics.
 	New func(t Target) (Probe, error)
+	// Facts are what the generated alert rules, promtool tests and boards
+	// know of the backend, and its title. Every backend the daemon links
+	// declares them, if only as NoBoard; `dbcanary generate` refuses a
+	// backend without them (only a test's backend may leave them out).
+	Facts Facts
 }
 
 var (
@@ -158,8 +170,9 @@ var (
 	registry   = map[string]Backend{}
 )
 
-// Register makes a backend available to the config loader and the engine.
-// It is called from the init function of each probe package.
+// Register makes a backend available to the whole program. It is called
+// once, from the init function of the probe's package (register.go), and
+// panics on a mistake, so the mistake fails every test and the daemon's start.
 func Register(b Backend) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -168,6 +181,11 @@ func Register(b Backend) {
 	}
 	if _, dup := registry[b.Name]; dup {
 		panic(fmt.Sprintf("probes: backend %q registered twice", b.Name))
+	}
+	if b.Facts.Declared() {
+		if err := b.Facts.check(); err != nil {
+			panic(fmt.Sprintf("probes: facts of backend %q: %v", b.Name, err))
+		}
 	}
 	registry[b.Name] = b
 }
@@ -190,6 +208,22 @@ func Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Stores names the stores the registered backends probe, by their titles in
+// the order of their names ("Cassandra, OpenSearch, RabbitMQ and S3"), for
+// the command's help and the landing page; backends without a board are left out.
+func Stores() string {
+	var titles []string
+	for _, name := range Names() {
+		if b, _ := Lookup(name); b.Facts.Title != "" {
+			titles = append(titles, b.Facts.Title)
+		}
+	}
+	if len(titles) < 2 {
+		return strings.Join(titles, "")
+	}
+	return strings.Join(titles[:len(titles)-1], ", ") + " and " + titles[len(titles)-1]
 }
 
 // FieldError is a validation problem in a config section. Field is the path

@@ -16,7 +16,7 @@ import (
 )
 
 // A throwaway backend, as a new probe package would declare it: a config
-// with its ops, a probe, its registration and its facts. Nothing in this
+// with its ops, a probe, and its one record with its facts. Nothing in this
 // package knows its name.
 const throwaway = "throwaway"
 
@@ -40,14 +40,14 @@ func (throwawayProbe) Close() error                                       { retu
 func registerThrowaway() {
 	probes.Register(probes.Backend{Name: throwaway,
 		NewConfig: func() probes.Config { return throwawayConfig{} },
-		New:       func(probes.Target) (probes.Probe, error) { return throwawayProbe{}, nil }})
-	probes.Describe(throwaway, probes.Facts{
-		Title: "Throwaway",
-		Ops: []probes.OpFacts{{Name: "write"}, {Name: "read", Phases: []string{"connect", "body"}},
-			{Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
-		Panels: []probes.Panel{{Title: "Write vs read, p99", Description: "Both ops' p99.", ThresholdsOf: "write",
-			Queries: []probes.Query{{Series: probes.SeriesLatency, Ops: "write|read", Quantile: 0.99, Legend: "{{target}} {{op}}"}}}},
-	})
+		New:       func(probes.Target) (probes.Probe, error) { return throwawayProbe{}, nil },
+		Facts: probes.Facts{
+			Title: "Throwaway",
+			Ops: []probes.OpFacts{{Name: "write"}, {Name: "read", Phases: []string{"connect", "body"}},
+				{Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
+			Panels: []probes.Panel{{Title: "Write vs read, p99", Description: "Both ops' p99.", ThresholdsOf: "write",
+				Queries: []probes.Query{{Series: probes.SeriesLatency, Ops: "write|read", Quantile: 0.99, Legend: "{{target}} {{op}}"}}}},
+		}})
 }
 
 // Its baseline figures, appended to the shipped file's figures (its last section).
@@ -58,7 +58,7 @@ const throwawayFigures = `  - {id: throwaway-write-p99, backend: throwaway, ops:
 const addProbeEnv = "DBCANARY_TEST_ADD_PROBE"
 
 // TestAddProbe adds a backend without touching this package: a probe
-// registered and described (probes.Register, probes.Describe) with figures in
+// registered with its one record (probes.Register) with figures in
 // the baseline gets latency rules and promtool tests that promtool passes, an
 // overview row and a board that pass the board checks; the other boards stay
 // as they are. The regenerated files that change are the ones
@@ -110,7 +110,7 @@ func TestAddProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range append(changed, "deploy/helm/dbcanary/files/dbcanary-rules.yml", "probes/all/all.go", "facts.go", "baselines/") {
+	for _, f := range append(changed, "deploy/helm/dbcanary/files/dbcanary-rules.yml", "probes/all/all.go", "register.go", "baselines/") {
 		if f = strings.ReplaceAll(f, throwaway, "<name>"); !bytes.Contains(doc, []byte(f)) {
 			t.Errorf("docs/adding-a-probe.md does not name %s", f)
 		}
@@ -143,25 +143,21 @@ func TestAddProbe(t *testing.T) {
 		t.Error("overview has no Throwaway row")
 	}
 
-	// A probe registered without facts, or facts without a probe, is an error.
-	probes.Describe("ghost", probes.Facts{NoBoard: true})
-	if _, err := Dashboards(b); err == nil || !strings.Contains(err.Error(), `"ghost", which is not registered`) {
-		t.Errorf("facts of an unregistered backend: %v", err)
-	}
-	probes.Register(probes.Backend{Name: "ghost2", NewConfig: func() probes.Config { return throwawayConfig{} },
+	// A probe registered without facts is an error.
+	probes.Register(probes.Backend{Name: "ghost", NewConfig: func() probes.Config { return throwawayConfig{} },
 		New: func(probes.Target) (probes.Probe, error) { return throwawayProbe{}, nil }})
-	if _, err := Dashboards(b); err == nil || !strings.Contains(err.Error(), "probes.Describe") {
+	if _, err := Dashboards(b); err == nil || !strings.Contains(err.Error(), `"ghost" is registered without facts`) {
 		t.Errorf("a backend without facts: %v", err)
 	}
 }
 
 func mustFacts(t *testing.T) probes.Facts {
 	t.Helper()
-	f, ok := probes.FactsOf(throwaway)
+	be, ok := probes.Lookup(throwaway)
 	if !ok {
-		t.Fatal("not described")
+		t.Fatal("not registered")
 	}
-	return f
+	return be.Facts
 }
 
 // generated is every file `make generate` writes, by path under the repository.

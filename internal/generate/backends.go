@@ -5,28 +5,28 @@ import (
 	"slices"
 
 	"github.com/dbcanary/dbcanary/probes"
-	// Every probe registers itself and describes its ops and board facts
-	// (probes/<backend>/facts.go); the generator reads them from the registry.
+	// Every probe registers its one record, with its ops and board facts
+	// (probes/<backend>/register.go); the generator reads them from the registry.
 	_ "github.com/dbcanary/dbcanary/probes/all"
 )
 
 // backend is one probe type as the rules and boards see it: its registered
-// name and the facts it described (probes.Describe).
+// name and the facts of its record (probes.Backend.Facts).
 type backend struct {
 	Name string
 	probes.Facts
 }
 
 // backends are the registered backends that have a board, sorted by name.
-// A backend registered without facts, or facts of a backend that is not
-// registered, is an error: the rules and boards would silently miss it.
+// A backend registered without facts is an error: the rules and boards
+// would silently miss it.
 func backends() ([]backend, error) {
-	registered := probes.Names()
 	var out []backend
-	for _, name := range registered {
-		f, ok := probes.FactsOf(name)
-		if !ok {
-			return nil, fmt.Errorf("backend %q is registered without facts: describe its ops and board with probes.Describe in probes/%s/facts.go (docs/adding-a-probe.md)", name, name)
+	for _, name := range probes.Names() {
+		be, _ := probes.Lookup(name)
+		f := be.Facts
+		if !f.Declared() {
+			return nil, fmt.Errorf("backend %q is registered without facts: declare its ops and board in the Facts of its probes.Register (probes/%s/register.go, docs/adding-a-probe.md)", name, name)
 		}
 		if f.NoBoard {
 			continue
@@ -40,21 +40,16 @@ func backends() ([]backend, error) {
 		}
 		out = append(out, backend{Name: name, Facts: f})
 	}
-	for _, name := range probes.Described() {
-		if !slices.Contains(registered, name) {
-			return nil, fmt.Errorf("facts describe backend %q, which is not registered (probes.Register)", name)
-		}
-	}
 	return out, nil
 }
 
 // backendByName finds a backend that has a board.
 func backendByName(name string) (backend, bool) {
-	f, ok := probes.FactsOf(name)
-	if _, reg := probes.Lookup(name); !ok || !reg || f.NoBoard {
+	be, ok := probes.Lookup(name)
+	if !ok || !be.Facts.Declared() || be.Facts.NoBoard {
 		return backend{}, false
 	}
-	return backend{Name: name, Facts: f}, true
+	return backend{Name: name, Facts: be.Facts}, true
 }
 
 // hasOp reports whether the backend has the op (and phase, when not empty).

@@ -31,7 +31,7 @@ func lastPhase(t testing.TB, name, op string) string {
 func TestBackendsFromRegistry(t *testing.T) {
 	var want []string
 	for _, name := range probes.Names() {
-		if f, ok := probes.FactsOf(name); !ok || !f.NoBoard {
+		if be, _ := probes.Lookup(name); !be.Facts.NoBoard {
 			want = append(want, name)
 		}
 	}

@@ -169,13 +169,13 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 		q, _ := f.Quantile()
 		be, ok := backendByName(f.Backend)
 		if !ok {
-			errs = append(errs, fmt.Errorf("figure %s: backend %q is not a registered probe with a board (probes.Register, probes.Describe)", f.ID, f.Backend))
+			errs = append(errs, fmt.Errorf("figure %s: backend %q is not a registered probe with a board (probes.Register)", f.ID, f.Backend))
 			continue
 		}
 		fac := b.EffectiveFactors(f)
 		for _, op := range f.Ops {
 			if !be.hasOp(op, f.Phase) {
-				errs = append(errs, fmt.Errorf("figure %s: %s has no op %q (phase %q) in its probe's facts (probes/%s/facts.go)", f.ID, f.Backend, op, f.Phase, f.Backend))
+				errs = append(errs, fmt.Errorf("figure %s: %s has no op %q (phase %q) in its probe's facts (probes/%s/register.go)", f.ID, f.Backend, op, f.Phase, f.Backend))
 				continue
 			}
 			for _, target := range targets {

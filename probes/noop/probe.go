@@ -5,7 +5,6 @@ package noop
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -63,17 +62,6 @@ func (c *Config) Ops() []probes.OpSpec {
 type Probe struct {
 	cfg Config
 	err error
-}
-
-func init() {
-	probes.Register(probes.Backend{
-		Name:      "noop",
-		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
-		New: func(t probes.Target) (probes.Probe, error) {
-			cfg := *t.Config.(*Config)
-			return &Probe{cfg: cfg, err: probes.Fail(probes.Cause(cfg.FailureCause), errors.New("noop: injected failure"))}, nil
-		},
-	})
 }
 
 // Prepare implements probes.Probe.

@@ -25,14 +25,6 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-func init() {
-	probes.Register(probes.Backend{
-		Name:      "opensearch",
-		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
-		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
-	})
-}
-
 // Probe is the OpenSearch canary for one target.
 type Probe struct {
 	cfg       Config

@@ -22,14 +22,6 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-func init() {
-	probes.Register(probes.Backend{
-		Name:      "rabbitmq",
-		NewConfig: func() probes.Config { c := DefaultConfig; return &c },
-		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
-	})
-}
-
 // Probe is the RabbitMQ canary for one target.
 type Probe struct {
 	cfg       Config

@@ -19,18 +19,6 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-func init() {
-	probes.Register(probes.Backend{
-		Name: "s3",
-		NewConfig: func() probes.Config {
-			c := DefaultConfig
-			c.Sizes = append([]Size(nil), DefaultConfig.Sizes...)
-			return &c
-		},
-		New: func(t probes.Target) (probes.Probe, error) { return New(t) },
-	})
-}
-
 // Probe is the S3 canary for one target.
 type Probe struct {
 	cfg      Config

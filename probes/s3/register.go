@@ -5,11 +5,25 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// What the generated rules and boards know of S3: each object op at the
-// reference sizes (the default sizes: 4 KiB, 128 KiB, 1 MiB, 8 MiB; an op at
-// another configured size has no rules), grouped by kind; GET's time to first
-// and last byte.
+// The one record of the S3 backend.
 func init() {
+	probes.Register(probes.Backend{
+		Name: "s3",
+		NewConfig: func() probes.Config {
+			c := DefaultConfig
+			c.Sizes = append([]Size(nil), DefaultConfig.Sizes...)
+			return &c
+		},
+		New:   func(t probes.Target) (probes.Probe, error) { return New(t) },
+		Facts: facts(),
+	})
+}
+
+// facts are what the generated rules and boards know of S3: each object op
+// at the reference sizes (the default sizes: 4 KiB, 128 KiB, 1 MiB, 8 MiB;
+// an op at another configured size has no rules), grouped by kind; GET's
+// time to first and last byte.
+func facts() probes.Facts {
 	var ops []probes.OpFacts
 	for _, kind := range []string{OpPut, OpGet, OpHead, OpDelete} {
 		for _, s := range DefaultConfig.Sizes {
@@ -21,7 +35,7 @@ func init() {
 			ops = append(ops, op)
 		}
 	}
-	probes.Describe("s3", probes.Facts{
+	return probes.Facts{
 		Title: "S3",
 		Ops:   append(ops, probes.OpFacts{Name: OpList}, probes.OpFacts{Name: ledger.OpWrite}, probes.OpFacts{Name: ledger.OpCheck}),
 		Panels: []probes.Panel{{
@@ -30,5 +44,5 @@ func init() {
 				"for 4 KB / 128 KB / 1 MB / 8 MB; the canary's rate is far lower.",
 			Queries: []probes.Query{{Series: probes.SeriesBytes, Direction: "received", Ops: OpGet + "_.*", Legend: "{{target}} {{op}}"}},
 		}},
-	})
+	}
 }

@@ -9,11 +9,10 @@ import (
 // TestFacts: the rules and boards know exactly the ops of the default configuration.
 func TestFacts(t *testing.T) {
 	be, ok := probes.Lookup("rabbitmq")
-	f, described := probes.FactsOf("rabbitmq")
-	if !ok || !described {
-		t.Fatal("rabbitmq is not registered and described")
+	if !ok {
+		t.Fatal("rabbitmq is not registered")
 	}
-	for _, err := range probes.CheckFacts(f, be.NewConfig()) {
+	for _, err := range probes.CheckFacts(be.Facts, be.NewConfig()) {
 		t.Error(err)
 	}
 }

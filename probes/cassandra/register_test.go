@@ -8,13 +8,13 @@ import (
 
 // TestFacts: the rules and boards know exactly the ops of both profiles.
 func TestFacts(t *testing.T) {
-	f, ok := probes.FactsOf("cassandra")
+	be, ok := probes.Lookup("cassandra")
 	if !ok {
-		t.Fatal("cassandra is not described")
+		t.Fatal("cassandra is not registered")
 	}
 	mixed, ycsb := DefaultConfig, DefaultConfig
 	mixed.Profile, ycsb.Profile = ProfileMixed, ProfileYCSBA
-	for _, err := range probes.CheckFacts(f, &mixed, &ycsb) {
+	for _, err := range probes.CheckFacts(be.Facts, &mixed, &ycsb) {
 		t.Error(err)
 	}
 }
