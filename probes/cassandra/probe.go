@@ -37,6 +37,7 @@ type Probe struct {
 	ledger     *ledger.Ledger
 	ledgerW    gocql.Consistency // the ledger's write level
 	ledgerR    gocql.Consistency // the ledger's read level
+	schema     schemaState       // the canary table's agreed id (agreement.go)
 
 	mu           sync.Mutex // guards the session state below
 	sess         *gocql.Session

@@ -15,18 +15,21 @@ import (
 // Prepare implements probes.Probe: it connects, then creates the canary
 // keyspace and the profile's table when absent. It reads system_schema first
 // because Cassandra checks CREATE permission even for IF NOT EXISTS, so a
-// role that may only use a pre-created keyspace still works.
+// role that may only use a pre-created keyspace still works. Reads and
+// CREATEs go to one coordinator (ddlHost), and Prepare succeeds only once the
+// nodes agree on the table's id (agreement.go): no op writes before.
 func (p *Probe) Prepare(ctx context.Context) error {
 	s, err := p.session(ctx)
 	if err != nil {
 		return err
 	}
+	ddl := ddlHost(s)
 	var replication map[string]string
-	err = s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace).
+	err = on(s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace), ddl).
 		Consistency(gocql.One).ScanContext(ctx, &replication)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
-		if err := p.createKeyspace(ctx, s); err != nil {
+		if err := p.createKeyspace(ctx, s, ddl); err != nil {
 			return err
 		}
 	case err != nil:
@@ -35,11 +38,11 @@ func (p *Probe) Prepare(ctx context.Context) error {
 		p.useReplication(replication)
 	}
 	var ttl int
-	err = s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, p.cfg.Keyspace, p.table).
+	err = on(s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, p.cfg.Keyspace, p.table), ddl).
 		Consistency(gocql.One).ScanContext(ctx, &ttl)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
-		if err := p.createTable(ctx, s); err != nil {
+		if err := p.createTable(ctx, s, ddl); err != nil {
 			return err
 		}
 		// A new table holds none of the rows remembered: forget them.
@@ -52,6 +55,11 @@ func (p *Probe) Prepare(ctx context.Context) error {
 			"table", p.cfg.Keyspace+"."+p.table, "table_ttl", time.Duration(ttl)*time.Second, "ttl", p.cfg.TTL,
 			"fix", fmt.Sprintf("ALTER TABLE %s.%s WITH default_time_to_live = %d;", p.cfg.Keyspace, p.table, p.ttlSeconds))
 	}
+	id, err := p.tableAgreed(ctx, s)
+	if err != nil {
+		return err
+	}
+	p.adoptTableID(id)
 	return nil
 }
 
@@ -75,9 +83,9 @@ func (p *Probe) useReplication(m map[string]string) {
 	}
 }
 
-func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session) error {
+func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session, ddl *gocql.HostInfo) error {
 	stmt := p.createKeyspaceCQL()
-	err := s.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
+	err := on(s.Query(stmt), ddl).Consistency(gocql.One).ExecContext(ctx)
 	if err == nil {
 		p.logger.Info("created the canary keyspace", "keyspace", p.cfg.Keyspace, "replication", p.cfg.Replication.cql())
 		return nil
@@ -91,9 +99,9 @@ func (p *Probe) createKeyspace(ctx context.Context, s *gocql.Session) error {
 	return p.classify("creating keyspace "+p.cfg.Keyspace, err)
 }
 
-func (p *Probe) createTable(ctx context.Context, s *gocql.Session) error {
+func (p *Probe) createTable(ctx context.Context, s *gocql.Session, ddl *gocql.HostInfo) error {
 	stmt := p.createTableCQL()
-	err := s.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
+	err := on(s.Query(stmt), ddl).Consistency(gocql.One).ExecContext(ctx)
 	if err == nil {
 		p.logger.Info("created the canary table", "table", p.cfg.Keyspace+"."+p.table, "ttl", p.cfg.TTL)
 		return nil
