@@ -104,9 +104,10 @@ type Config interface {
 	Ops() []OpSpec
 }
 
-// Endpointer is implemented by a Config whose target is reached at network
-// addresses: each endpoint as configured (a URL, host:port or host). `dbcanary
-// bench` refuses a target with any endpoint off loopback unless told --yes.
+// Endpointer is implemented by every backend's Config: each endpoint as
+// configured (a URL, host:port or host); none for a probe that connects
+// nowhere. `dbcanary bench` refuses a target with any endpoint off loopback
+// unless told --yes, and a section that is not an Endpointer always.
 type Endpointer interface {
 	Endpoints() []string
 }
@@ -163,6 +164,9 @@ type Backend struct {
 	// declares them, if only as NoBoard; `dbcanary generate` refuses a
 	// backend without them (only a test's backend may leave them out).
 	Facts Facts
+	// Bench are the reference benchmarks `dbcanary bench` can reproduce
+	// with this backend's probe (none: the backend has no bench profile).
+	Bench []BenchProfile
 }
 
 var (
@@ -181,6 +185,11 @@ func Register(b Backend) {
 	}
 	if _, dup := registry[b.Name]; dup {
 		panic(fmt.Sprintf("probes: backend %q registered twice", b.Name))
+	}
+	for _, p := range b.Bench {
+		if p.Name == "" || p.Stages == nil || p.Tables == nil {
+			panic(fmt.Sprintf("probes: backend %q: bench profile %q without a name, stages or tables", b.Name, p.Name))
+		}
 	}
 	if b.Facts.Declared() {
 		if err := b.Facts.check(); err != nil {

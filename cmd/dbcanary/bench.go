@@ -51,7 +51,7 @@ func newBenchCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Run a reference benchmark (cassandra-mixed, ycsb-a, opensearch-pmc, rabbitmq-perftest, s3-sizes) against a target, every read verified, and compare with the documented figures",
+		Short: "Run a reference benchmark (" + strings.Join(profileNames(), ", ") + ") against a target, every read verified, and compare with the documented figures",
 		Long: `bench loads one target of the config the way a reference benchmark tool
 does (cassandra-stress, YCSB, opensearch-benchmark, rabbitmq-perf-test,
 s3-benchmark), with dbcanary's own probes, so every read is verified, then
@@ -105,11 +105,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	}
 	prof, ok := bench.ProfileByName(f.profile)
 	if !ok {
-		var names []string
-		for _, p := range bench.Profiles() {
-			names = append(names, p.Name)
-		}
-		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(names, ", "))
+		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(profileNames(), ", "))
 	}
 	p, err := f.params(cmd)
 	if err != nil {
@@ -180,6 +176,15 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	return nil
 }
 
+// profileNames are the bench profiles the registered backends declare.
+func profileNames() []string {
+	var names []string
+	for _, p := range bench.Profiles() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -240,7 +245,7 @@ func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
 				return p, fmt.Errorf("--s3-workers: %q: want counts or ranges like 8,12,16 or 8..16 (1 to 256)", part)
 			}
 			for n := a; n <= b; n++ {
-				p.S3Workers = append(p.S3Workers, n)
+				p.WorkerSteps = append(p.WorkerSteps, n)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/config"
-	"github.com/dbcanary/dbcanary/internal/engine"
+	"github.com/dbcanary/dbcanary/probes"
 	_ "github.com/dbcanary/dbcanary/probes/all"
 )
 
@@ -32,19 +33,20 @@ func parse(t *testing.T, y string) *config.Config {
 // noopProfile drives the noop probe through every path of Run: a setup
 // stage, a closed-loop stage with a warm-up and an open-loop stage.
 func noopProfile() *Profile {
-	return &Profile{Name: "noop-test", Backend: "noop", Description: "test", Sources: []string{"s"},
-		defaults:  func(p *Params) { p.Workers = orInt(p.Workers, 2) },
-		configure: func(t *config.Target, p Params) error { resolveOps(t, p.Timeout); return nil },
-		stages: func(p Params) []stageSpec {
-			mix := []engine.Weighted{{Op: "noop", Weight: 1}}
-			return []stageSpec{
-				{Name: "setup", Setup: true, Stage: engine.Stage{Mix: mix, Workers: 1, MaxOps: 10}},
-				{Name: "closed", Stage: engine.Stage{Mix: mix, Workers: p.Workers, Duration: 1500 * time.Millisecond}, Warmup: 200 * time.Millisecond},
-				{Name: "open", Stage: engine.Stage{Mix: mix, Workers: 1, Rate: 100, Duration: 1200 * time.Millisecond}},
+	return &Profile{Backend: "noop", BenchProfile: probes.BenchProfile{Name: "noop-test", Description: "test", Sources: []string{"s"},
+		Defaults: func(p *Params) { p.Workers = cmp.Or(p.Workers, 2) },
+		Stages: func(p Params) []probes.BenchStage {
+			mix := []probes.Weighted{{Op: "noop", Weight: 1}}
+			return []probes.BenchStage{
+				{Name: "setup", Setup: true, Mix: mix, Workers: 1, MaxOps: 10},
+				{Name: "closed", Mix: mix, Workers: p.Workers, Duration: 1500 * time.Millisecond, Warmup: 200 * time.Millisecond},
+				{Name: "open", Mix: mix, Workers: 1, Rate: 100, Duration: 1200 * time.Millisecond},
 			}
 		},
-		tables: func(r *Report, rf refs, p Params) []Table { return []Table{summaryTable(r, rf, nil), stressTable(r)} },
-	}
+		Tables: func(Params) []probes.BenchTable {
+			return []probes.BenchTable{{Layout: probes.LayoutSummary}, {Layout: probes.LayoutStress}}
+		},
+	}}
 }
 
 const refFile = `
@@ -128,6 +130,27 @@ func TestRunReport(t *testing.T) {
 	}
 }
 
+func mustProfile(t *testing.T, name string) *Profile {
+	t.Helper()
+	p, ok := ProfileByName(name)
+	if !ok {
+		t.Fatalf("no profile %s", name)
+	}
+	return p
+}
+
+// profileOf is the first profile of a backend.
+func profileOf(t *testing.T, backend string) *Profile {
+	t.Helper()
+	for _, p := range Profiles() {
+		if p.Backend == backend {
+			return p
+		}
+	}
+	t.Fatalf("no profile of %s", backend)
+	return nil
+}
+
 func anyMatch(lines []string, re *regexp.Regexp) bool {
 	for _, l := range lines {
 		if re.MatchString(l) {
@@ -147,7 +170,7 @@ func TestRefusesRemoteTargets(t *testing.T) {
 		{`{name: s, backend: s3, s3: {endpoint: "s3.example.invalid:443", access_key_id_env: PW, secret_access_key_env: PW}}`, "target s: host s3.example.invalid does not resolve"},
 	} {
 		cfg := parse(t, "targets:\n  - "+tc.yaml+"\n")
-		prof := map[string]*Profile{"rabbitmq": rabbitmqPerfTest(), "cassandra": ycsbA(), "opensearch": opensearchPMC(), "s3": s3Sizes()}[cfg.Targets[0].Backend]
+		prof := profileOf(t, cfg.Targets[0].Backend)
 		_, err := Run(context.Background(), Options{Profile: prof, Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !strings.Contains(err.Error(), "pass --yes") {
 			t.Errorf("error %v, want %q ... pass --yes", err, tc.want)
@@ -164,7 +187,7 @@ func TestRefusesRemoteTargets(t *testing.T) {
 
 func TestParseMix(t *testing.T) {
 	mix, err := ParseMix("insert=1, read=4")
-	if err != nil || len(mix) != 2 || mix[1] != (engine.Weighted{Op: "read", Weight: 4}) {
+	if err != nil || len(mix) != 2 || mix[1] != (probes.Weighted{Op: "read", Weight: 4}) {
 		t.Fatalf("%v %v", mix, err)
 	}
 	for _, bad := range []string{"read", "read=0", "=3", "read=x"} {
@@ -178,14 +201,15 @@ func TestParseMix(t *testing.T) {
 // s3-sizes takes op kinds in --mix and names its stages after them.
 func TestProfileParams(t *testing.T) {
 	var p Params
-	opensearchPMC().defaults(&p)
+	pmc := mustProfile(t, "opensearch-pmc")
+	pmc.defaults(&p)
 	q := Params{ClosedLoop: true}
-	opensearchPMC().defaults(&q)
+	pmc.defaults(&q)
 	if p.Rate != 20 || q.Rate != 0 {
 		t.Errorf("rates %g and %g, want 20 and 0", p.Rate, q.Rate)
 	}
-	s := Params{Mix: []engine.Weighted{{Op: "put", Weight: 1}}, S3Workers: []int{4}}
-	prof := s3Sizes()
+	s := Params{Mix: []probes.Weighted{{Op: "put", Weight: 1}}, WorkerSteps: []int{4}}
+	prof := mustProfile(t, "s3-sizes")
 	prof.defaults(&s)
 	st := prof.stages(s)
 	if len(st) != 8 || st[1].Name != "put 4KiB x4" || st[1].Mix[0].Op != "put_4KiB" || st[7].Mix[0].Op != "put_8MiB" || st[0].MaxOps != 6 {
@@ -197,7 +221,7 @@ func TestProfileParams(t *testing.T) {
 // runs one of its own, and its table sets latency beside service time.
 func TestFloorProfile(t *testing.T) {
 	cfg := parse(t, "targets:\n  - {name: mq, backend: rabbitmq, rabbitmq: {url: \"amqp://127.0.0.1:5672/\", username: u, password_env: PW}}\n")
-	prof, _ := ProfileByName("floor")
+	prof := mustProfile(t, "floor")
 	r, err := Run(context.Background(), Options{Profile: prof, Params: Params{Duration: 500 * time.Millisecond, Rate: 40}, Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

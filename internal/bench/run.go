@@ -3,6 +3,8 @@
 // s3-benchmark) with dbcanary's own probes, so every read is verified, and
 // reports the figures the reference documents print, each beside its
 // documented reference: text tables, JSON and a self-contained HTML page.
+// Each profile is declared by its backend's record (probes.Backend.Bench);
+// this package knows the tables' layouts, never a backend.
 package bench
 
 import (
@@ -55,7 +57,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	prof := o.Profile
 	p := o.Params
 	prof.defaults(&p)
-	t, err := pickTarget(o.Config, o.Target, prof.Backend)
+	t, err := pickTarget(o.Config, o.Target, prof)
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +77,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
 		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
-		Verified: "Every read was verified: Cassandra rows and S3 objects byte for byte, OpenSearch documents field by field and searches against the exact expected hits, RabbitMQ bodies byte for byte; a mismatch is a failed op (cause mismatch)."}
-	if prof.notes != nil {
-		r.Notes = prof.notes(p)
-	}
+		Verified: prof.verified(), Notes: prof.notes(p)}
 	defer func() {
 		if err := load.Close(o.Grace); err != nil {
 			r.Notes = append(r.Notes, "cleanup: "+err.Error())
@@ -132,8 +131,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Finished = time.Now()
-	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.totalRates}
-	r.Tables = prof.tables(r, rf, p)
+	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
+	r.Tables = tables(r, rf, prof.Tables(p))
 	if runErr != nil {
 		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
 	}
@@ -213,9 +212,9 @@ func params(prof *Profile, p Params) []Param {
 		}
 		add("sizes", strings.Join(s, ","))
 	}
-	if len(p.S3Workers) > 0 {
+	if len(p.WorkerSteps) > 0 {
 		var s []string
-		for _, n := range p.S3Workers {
+		for _, n := range p.WorkerSteps {
 			s = append(s, strconv.Itoa(n))
 		}
 		add("s3-workers", strings.Join(s, ","))
@@ -229,11 +228,15 @@ func params(prof *Profile, p Params) []Param {
 	return ps
 }
 
-func pickTarget(cfg *config.Config, name, backend string) (config.Target, error) {
-	if name == "" && backend == "noop" && !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.Backend == "noop" }) {
-		// The floor needs no store: a noop target of its own.
-		b, _ := probes.Lookup("noop")
-		return config.Target{Name: "floor", Backend: "noop", Timeout: cfg.Global.Timeout, MaxInFlight: 1, Probe: b.NewConfig()}, nil
+func pickTarget(cfg *config.Config, name string, prof *Profile) (config.Target, error) {
+	backend := prof.Backend
+	if be, ok := probes.Lookup(backend); ok && name == "" && !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.Backend == backend }) {
+		// A backend that connects nowhere (the measurement floor) needs no
+		// store: without a target in the config, the profile runs one of its own.
+		c := be.NewConfig()
+		if e, ok := c.(probes.Endpointer); ok && len(e.Endpoints()) == 0 {
+			return config.Target{Name: prof.Name, Backend: backend, Timeout: cfg.Global.Timeout, MaxInFlight: 1, Probe: c}, nil
+		}
 	}
 	var names []string
 	for _, t := range cfg.Targets {
@@ -285,13 +288,14 @@ func hostOnly(hp string) string {
 	return strings.Trim(hp, "[]")
 }
 
-// checkLoopback accepts only hosts that are, or resolve only to, loopback addresses.
+// checkLoopback accepts only hosts that are, or resolve only to, loopback
+// addresses. A probe that connects nowhere (its config's Endpoints are
+// empty) is accepted; one that does not say where it connects is refused.
 func checkLoopback(t config.Target) error {
-	hs := hosts(t)
-	if len(hs) == 0 && t.Backend != "noop" {
+	if _, ok := t.Probe.(probes.Endpointer); !ok {
 		return fmt.Errorf("cannot tell where %s connects: %w", t.Backend, ErrNotLoopback)
 	}
-	for _, h := range hs {
+	for _, h := range hosts(t) {
 		if h == "localhost" {
 			continue
 		}

@@ -9,8 +9,39 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/s3"
 )
+
+// tables lays out a profile's result tables.
+func tables(r *Report, rf refs, specs []probes.BenchTable) []Table {
+	var out []Table
+	for _, ts := range specs {
+		var t Table
+		switch ts.Layout {
+		case probes.LayoutSummary:
+			t = summaryTable(r, rf, ts.UnitOf)
+		case probes.LayoutStress:
+			t = stressTable(r)
+		case probes.LayoutYCSB:
+			t = ycsbTable(r, rf)
+		case probes.LayoutPerfTest:
+			t = perfTestTable(r, rf, ts)
+		case probes.LayoutDownloads:
+			t = downloadsTable(r, rf, ts)
+		case probes.LayoutFloor:
+			t = floorTable(r)
+		default:
+			t = Table{ID: string(ts.Layout), Title: "unknown table layout " + string(ts.Layout)}
+		}
+		if ts.ID != "" {
+			t.ID = ts.ID
+		}
+		if ts.Note != "" {
+			t.Notes = append(t.Notes, ts.Note)
+		}
+		out = append(out, t)
+	}
+	return out
+}
 
 // measured are the stages that are compared (setup stages are not).
 func measured(r *Report) []*StageReport {
@@ -214,19 +245,20 @@ func ycsbTable(r *Report, rf refs) Table {
 	return t
 }
 
-// perfTestTable is PerfTest's summary and the reference's key result points.
-func perfTestTable(r *Report, rf refs) Table {
+// perfTestTable is PerfTest's summary and the reference's key result points
+// of the publishing (ts.Send) and consuming (ts.Receive) ops.
+func perfTestTable(r *Report, rf refs, ts probes.BenchTable) Table {
 	t := Table{ID: "perftest", Title: "Results (PerfTest layout): key result points",
 		Header:     []string{"Metric", "Unit", "Result", "Reference", "Ratio", "Verdict"},
 		RightAlign: []bool{false, false, true, true, true, false}}
 	for _, s := range measured(r) {
-		pub, con := s.Op("publish"), s.Op("consume")
+		pub, con := s.Op(ts.Send), s.Op(ts.Receive)
 		if pub != nil {
-			c := rf.rateRef(r.Backend, "publish", "msg/s", pub.Throughput)
+			c := rf.rateRef(r.Backend, ts.Send, "msg/s", pub.Throughput)
 			t.Rows = append(t.Rows, append([]string{"Publisher throughput (the sending rate)", "messages / second", num(c.value)}, c.cells()...))
 		}
 		if con != nil {
-			c := rf.rateRef(r.Backend, "consume", "msg/s", con.Throughput)
+			c := rf.rateRef(r.Backend, ts.Receive, "msg/s", con.Throughput)
 			t.Rows = append(t.Rows, append([]string{"Consumer throughput (the receiving rate)", "messages / second", num(c.value)}, c.cells()...))
 		}
 		five := func(l Summary) string {
@@ -245,18 +277,18 @@ func perfTestTable(r *Report, rf refs) Table {
 	return t
 }
 
-// s3Table is s3-benchmark's download table for one object size: throughput
-// and time to first and last byte per thread count, in ms.
-func s3Table(r *Report, rf refs, size s3.Size) Table {
-	g := size.String()
-	t := Table{ID: "s3-" + g, Title: fmt.Sprintf("Download performance with %s objects", g),
+// downloadsTable is s3-benchmark's download table for one group (object
+// size): throughput and time to first and last byte per thread count, in ms.
+func downloadsTable(r *Report, rf refs, ts probes.BenchTable) Table {
+	g := ts.Group
+	t := Table{ID: "downloads-" + g, Title: fmt.Sprintf("Download performance with %s objects", g),
 		Header: []string{"Threads", "Throughput",
 			"TTFB avg", "min", "p25", "p50", "p75", "p90", "p99", "max",
 			"TTLB avg", "min", "p25", "p50", "p75", "p90", "p99", "max", "Verdict"}}
 	for i := range t.Header {
 		t.RightAlign = append(t.RightAlign, i < len(t.Header)-1)
 	}
-	op := s3.OpName(s3.OpGet, size)
+	op, first, last := ts.Op, ts.Phases[0], ts.Phases[1]
 	ms0 := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	for i := range r.Stages {
 		s := &r.Stages[i]
@@ -264,7 +296,7 @@ func s3Table(r *Report, rf refs, size s3.Size) Table {
 			continue
 		}
 		if s.Setup {
-			if o := s.Op(s3.OpName(s3.OpPut, size)); o != nil {
+			if o := s.Op(ts.SetupOp); o != nil {
 				t.Notes = append(t.Notes, fmt.Sprintf("Setup: uploaded %d %s objects with %d threads in %.1f s (put p50 %s ms, %d failed).", o.OK, g, s.Workers, s.Seconds, num(o.Latency.P50), o.Failed))
 			}
 			continue
@@ -273,7 +305,7 @@ func s3Table(r *Report, rf refs, size s3.Size) Table {
 		if o == nil {
 			continue
 		}
-		fb, lb := o.Phases[s3.PhaseFirstByte], o.Phases[s3.PhaseLastByte]
+		fb, lb := o.Phases[first], o.Phases[last]
 		row := []string{strconv.Itoa(s.Workers), fmt.Sprintf("%.1f MB/s", o.MiBps)}
 		for _, sum := range []Summary{fb, lb} {
 			row = append(row, ms0(sum.Mean), ms0(sum.Min), ms0(sum.P25), ms0(sum.P50), ms0(sum.P75), ms0(sum.P90), ms0(sum.P99), ms0(sum.Max))
@@ -281,8 +313,8 @@ func s3Table(r *Report, rf refs, size s3.Size) Table {
 		var beyond []string
 		checks := []comparison{
 			rf.rateRef(r.Backend, op, "MB/s", o.MiBps),
-			rf.latencyRef(r.Backend, op, s3.PhaseFirstByte, "p50", fb.P50), rf.latencyRef(r.Backend, op, s3.PhaseFirstByte, "p99", fb.P99),
-			rf.latencyRef(r.Backend, op, s3.PhaseLastByte, "p50", lb.P50), rf.latencyRef(r.Backend, op, s3.PhaseLastByte, "p99", lb.P99),
+			rf.latencyRef(r.Backend, op, first, "p50", fb.P50), rf.latencyRef(r.Backend, op, first, "p99", fb.P99),
+			rf.latencyRef(r.Backend, op, last, "p50", lb.P50), rf.latencyRef(r.Backend, op, last, "p99", lb.P99),
 		}
 		names := []string{"throughput", "TTFB p50", "TTFB p99", "TTLB p50", "TTLB p99"}
 		compared := false
@@ -310,7 +342,7 @@ func s3Table(r *Report, rf refs, size s3.Size) Table {
 	if f, ok := rf.find(r.Backend, op, "", "rate"); ok {
 		ref[1] = f.Quoted
 	}
-	for _, ph := range []string{s3.PhaseFirstByte, s3.PhaseLastByte} {
+	for _, ph := range []string{first, last} {
 		cells := []string{"-", "-", "-", "-", "-", "-", "-", "-"}
 		if f, ok := rf.find(r.Backend, op, ph, "p50"); ok {
 			cells[3] = f.Quoted
@@ -321,7 +353,6 @@ func s3Table(r *Report, rf refs, size s3.Size) Table {
 		ref = append(ref, cells...)
 	}
 	t.Rows = append(t.Rows, append(ref, ""))
-	t.Notes = append(t.Notes, "Reference: the documented range over 8..16 threads (OVH Swift S3, b2-30 client); a verdict compares with its upper end, the worst figure measured.")
 	return t
 }
 
@@ -332,4 +363,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// floorTable sets latency and service time side by side.
+func floorTable(r *Report) Table {
+	t := Table{ID: "floor", Title: "Measurement floor (µs): latency from the slot, service time from the call, and their difference",
+		Header: []string{"Task", "Ops", "", "p50", "p90", "p99", "max"}, RightAlign: []bool{false, true, false, true, true, true, true}}
+	us := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 0, 64) }
+	for _, s := range measured(r) {
+		for _, o := range s.Ops {
+			l, sv := o.Latency, o.Service
+			n := strconv.FormatUint(o.Count, 10)
+			t.Rows = append(t.Rows,
+				[]string{s.Name, n, "latency", us(l.P50), us(l.P90), us(l.P99), us(l.Max)},
+				[]string{s.Name, n, "service time", us(sv.P50), us(sv.P90), us(sv.P99), us(sv.Max)},
+				[]string{s.Name, n, "latency - service", us(l.P50 - sv.P50), us(l.P90 - sv.P90), us(l.P99 - sv.P99), "-"})
+		}
+	}
+	return t
 }

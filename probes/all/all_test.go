@@ -25,22 +25,32 @@ func TestEveryBackendDescribed(t *testing.T) {
 	}
 }
 
-// TestEveryNetworkBackendNamesItsEndpoints: every backend but noop says
-// where its target is (probes.Endpointer), so `dbcanary bench` can refuse a
-// target off loopback without knowing the backend.
-func TestEveryNetworkBackendNamesItsEndpoints(t *testing.T) {
+// TestEveryBackendNamesItsEndpoints: every backend says where its target is
+// (probes.Endpointer; none for a probe that connects nowhere, like noop), so
+// `dbcanary bench` can refuse a target off loopback without knowing the
+// backend; it refuses a section that does not say.
+func TestEveryBackendNamesItsEndpoints(t *testing.T) {
 	for _, name := range probes.Names() {
 		be, _ := probes.Lookup(name)
-		_, ok := be.NewConfig().(probes.Endpointer)
-		if want := name != "noop"; ok != want {
-			t.Errorf("%s: implements probes.Endpointer %v, want %v", name, ok, want)
+		if _, ok := be.NewConfig().(probes.Endpointer); !ok {
+			t.Errorf("%s: does not implement probes.Endpointer", name)
 		}
 	}
 }
 
-// TestStores: the help text and landing page name the stores from the registry.
-func TestStores(t *testing.T) {
-	if got, want := probes.Stores(), "Cassandra, OpenSearch, RabbitMQ and S3"; got != want {
-		t.Errorf("Stores() = %q, want %q", got, want)
+// TestBenchProfiles: every bench profile is complete and its name unique.
+func TestBenchProfiles(t *testing.T) {
+	seen := map[string]string{}
+	for _, name := range probes.Names() {
+		be, _ := probes.Lookup(name)
+		for _, p := range be.Bench {
+			if p.Name == "" || p.Stages == nil || p.Tables == nil {
+				t.Errorf("%s: profile %q without a name, stages or tables", name, p.Name)
+			}
+			if other, dup := seen[p.Name]; dup {
+				t.Errorf("profile %s declared by %s and %s", p.Name, other, name)
+			}
+			seen[p.Name] = name
+		}
 	}
 }

@@ -21,5 +21,6 @@ func init() {
 				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},
 			},
 		},
+		Bench: benchProfiles(),
 	})
 }

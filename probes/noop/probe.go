@@ -58,6 +58,10 @@ func (c *Config) Ops() []probes.OpSpec {
 	return []probes.OpSpec{{Name: "noop", DefaultRate: 1, Help: "does nothing for `delay`, fails with `failure_cause` at `failure_ratio`"}}
 }
 
+// Endpoints implements probes.Endpointer: the noop probe connects nowhere,
+// so `dbcanary bench` runs it anywhere.
+func (c *Config) Endpoints() []string { return nil }
+
 // Probe is the noop probe.
 type Probe struct {
 	cfg Config

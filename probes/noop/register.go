@@ -17,5 +17,6 @@ func init() {
 			return &Probe{cfg: cfg, err: probes.Fail(probes.Cause(cfg.FailureCause), errors.New("noop: injected failure"))}, nil
 		},
 		Facts: probes.Facts{NoBoard: true},
+		Bench: []probes.BenchProfile{floorProfile()},
 	})
 }

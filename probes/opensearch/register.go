@@ -26,5 +26,6 @@ func init() {
 				Queries:     []probes.Query{{Series: probes.SeriesLatencyVsBaseline, Ops: "search_.*", Quantile: 0.99, Legend: "{{target}} {{op}}"}},
 			}},
 		},
+		Bench: []probes.BenchProfile{pmcProfile()},
 	})
 }

@@ -22,5 +22,6 @@ func init() {
 				ThresholdsOf: OpPublish,
 			}},
 		},
+		Bench: []probes.BenchProfile{perfTestProfile()},
 	})
 }
