@@ -25,8 +25,19 @@ func (p *Probe) Prepare(ctx context.Context) error {
 	}
 	ddl := ddlHost(s)
 	var replication map[string]string
-	err = on(s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace), ddl).
-		Consistency(gocql.One).ScanContext(ctx, &replication)
+	readKeyspace := func() error {
+		return on(s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, p.cfg.Keyspace), ddl).
+			Consistency(gocql.One).ScanContext(ctx, &replication)
+	}
+	err = readKeyspace()
+	var answered gocql.RequestError
+	if ddl != nil && err != nil && !errors.Is(err, gocql.ErrNotFound) && !errors.As(err, &answered) && ctx.Err() == nil {
+		// The coordinator did not answer (the driver still counts it up):
+		// this once, let the driver choose; the id check below still holds.
+		p.logger.Debug("the schema coordinator did not answer; letting the driver choose", "host", ddl.ConnectAddress(), "err", err)
+		ddl = nil
+		err = readKeyspace()
+	}
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		if err := p.createKeyspace(ctx, s, ddl); err != nil {
