@@ -12,6 +12,7 @@ import (
 
 	"testing"
 
+	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -40,9 +41,32 @@ var (
 	daemonBin string                   // the dbcanary binary under test
 )
 
+// everyBackend lists every registered backend that has a board (so alerts
+// that page), sorted: the suite probes each. A new backend stops TestMain
+// until backendScripts (and daemon.addTarget) know it.
+func everyBackend() ([]string, error) {
+	var out []string
+	for _, name := range probes.Names() {
+		if be, _ := probes.Lookup(name); be.Facts.NoBoard {
+			continue
+		}
+		if _, ok := backendScripts[name]; !ok {
+			return nil, fmt.Errorf("backend %s has no stack script in backendScripts (test/pages/main_test.go)", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
 func TestMain(m *testing.M) {
-	for _, s := range []string{"toxiproxy", "rabbitmq", "minio", "opensearch", "cassandra"} {
-		envs[s] = stack.Must(s)
+	backends, err := everyBackend()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pages:", err)
+		os.Exit(1)
+	}
+	envs["toxiproxy"] = stack.Must("toxiproxy")
+	for _, b := range backends {
+		envs[backendScripts[b]] = stack.Must(backendScripts[b])
 	}
 	for _, s := range []string{"prometheus", "alertmanager"} {
 		if _, err := stack.Script(s, "install"); err != nil {

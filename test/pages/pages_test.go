@@ -185,7 +185,10 @@ func TestPageQuality(t *testing.T) {
 	cleanupServers(t)
 
 	d := newDaemon(t, dir)
-	backends := []string{"cassandra", "opensearch", "rabbitmq", "s3"}
+	backends, err := everyBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, be := range backends {
 		d.addTarget(be, roleRef)
 	}

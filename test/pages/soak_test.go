@@ -45,8 +45,12 @@ func TestSoakPages(t *testing.T) {
 
 	dir := t.TempDir()
 	d := newDaemon(t, dir)
+	backends, err := everyBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
-	for _, be := range []string{"cassandra", "opensearch", "rabbitmq", "s3"} {
+	for _, be := range backends {
 		names = append(names, d.addTarget(be, roleRef).name)
 	}
 	t0 := time.Now()

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/dbcanary/dbcanary/probes"
+	_ "github.com/dbcanary/dbcanary/probes/all"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -63,12 +65,85 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s soak: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// upstreams are the backends the soak probes, each behind its own proxy.
-var upstreams = []struct{ backend, script, addrKey string }{
-	{"rabbitmq", "rabbitmq", "DBCANARY_TEST_RABBITMQ_URL"},
-	{"cassandra", "cassandra", ""},
-	{"opensearch", "opensearch", "DBCANARY_TEST_OPENSEARCH_URL"},
-	{"s3", "minio", "DBCANARY_TEST_S3_ENDPOINT"},
+// soakBackend is how the soak reaches one backend of the local stack: its
+// stack script, the address its proxy forwards to, and its target in the
+// config (the proxy's listen address in place of the server's).
+type soakBackend struct {
+	script   string
+	upstream func(env stack.Env) string
+	target   func(env stack.Env, proxy string) string
+}
+
+// soakBackends are the backends the soak knows how to reach. It probes every
+// registered backend that has a board (a new one fails the soak until it
+// has an entry here) and noop, whose overhead is its baseline.
+var soakBackends = map[string]soakBackend{
+	"rabbitmq": {script: "rabbitmq",
+		upstream: func(e stack.Env) string {
+			return strings.TrimSuffix(strings.TrimPrefix(e["DBCANARY_TEST_RABBITMQ_URL"], "amqp://"), "/")
+		},
+		target: func(e stack.Env, proxy string) string {
+			return fmt.Sprintf(`  - name: soak-rabbitmq
+    backend: rabbitmq
+    ops: {publish: {rate: 2}, consume: {}}
+    rabbitmq: {url: "amqp://%s/", username: %s, password_file: %s, loss_timeout: 30s, connect_timeout: 3s}
+`, proxy, e["DBCANARY_TEST_RABBITMQ_USER"], e["DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"])
+		}},
+	"cassandra": {script: "cassandra",
+		upstream: func(e stack.Env) string {
+			return net.JoinHostPort(e["DBCANARY_TEST_CASSANDRA_HOST"], e["DBCANARY_TEST_CASSANDRA_PORT"])
+		},
+		target: func(e stack.Env, proxy string) string {
+			_, port, _ := net.SplitHostPort(proxy)
+			return fmt.Sprintf(`  - name: soak-cassandra
+    backend: cassandra
+    ops: {insert: {rate: 1}, read: {rate: 2}, read_miss: {rate: 0.5}}
+    cassandra:
+      hosts: ["127.0.0.1"]
+      port: %s
+      username: %s
+      password_file: %s
+      local_dc: %s
+      keyspace: dbcanary_soak
+      replication: {class: SimpleStrategy, replication_factor: 1}
+      ttl: 10m
+      connect_timeout: 3s
+      request_timeout: 3s
+`, port, e["DBCANARY_TEST_CASSANDRA_USER"], e["DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"], e["DBCANARY_TEST_CASSANDRA_DC"])
+		}},
+	"opensearch": {script: "opensearch",
+		upstream: func(e stack.Env) string { return strings.TrimPrefix(e["DBCANARY_TEST_OPENSEARCH_URL"], "http://") },
+		target: func(_ stack.Env, proxy string) string {
+			return fmt.Sprintf(`  - name: soak-opensearch
+    backend: opensearch
+    ops: {index: {rate: 1}, bulk: {rate: 0.2}, search_default: {rate: 0.5}, search_term: {rate: 0.5}, get: {rate: 1}, visibility: {rate: 0.2}}
+    opensearch: {addresses: ["http://%s"], replicas: 0, refresh_interval: 1s, bulk_size: 5, connect_timeout: 3s, request_timeout: 4s, visibility_timeout: 4s}
+`, proxy)
+		}},
+	"s3": {script: "minio",
+		upstream: func(e stack.Env) string { return e["DBCANARY_TEST_S3_ENDPOINT"] },
+		target: func(e stack.Env, proxy string) string {
+			return fmt.Sprintf(`  - name: soak-s3
+    backend: s3
+    ops: {"*_4KiB": {rate: 1}, "*_128KiB": {rate: 0.5}, list: {rate: 0.2}}
+    s3: {endpoint: "http://%s", addressing: path, bucket: dbcanary-soak, sizes: [4KiB, 128KiB], access_key_id_file: %s, secret_access_key_file: %s, connect_timeout: 3s}
+`, proxy, e["DBCANARY_TEST_S3_ACCESS_KEY_FILE"], e["DBCANARY_TEST_S3_SECRET_KEY_FILE"])
+		}},
+}
+
+// soaked are the registered backends that have a board, sorted by name.
+func soaked() ([]string, error) {
+	var out []string
+	for _, name := range probes.Names() {
+		if be, _ := probes.Lookup(name); be.Facts.NoBoard {
+			continue
+		}
+		if _, ok := soakBackends[name]; !ok {
+			return nil, fmt.Errorf("backend %s has no entry in soakBackends (test/soak/soak.go): how to start, proxy and probe it", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
 }
 
 func run() error {
@@ -103,32 +178,26 @@ func run() error {
 	defer cancel()
 	defer stack.Cleanup()
 
+	backends, err := soaked()
+	if err != nil {
+		return err
+	}
 	envs := map[string]stack.Env{}
-	for _, u := range append(upstreams, struct{ backend, script, addrKey string }{"toxiproxy", "toxiproxy", ""}) {
-		logf("starting %s", u.script)
-		env, err := stack.Start(u.script)
+	for _, script := range append([]string{"toxiproxy"}, scriptsOf(backends)...) {
+		logf("starting %s", script)
+		env, err := stack.Start(script)
 		if err != nil {
 			return err
 		}
-		envs[u.script] = env
+		envs[script] = env
 	}
 
 	// One proxy per backend; faults are toxics on them.
 	tc := toxiproxy.NewClient(envs["toxiproxy"]["DBCANARY_TEST_TOXIPROXY_ADDR"])
 	proxies := map[string]*toxiproxy.Proxy{}
-	for _, u := range upstreams {
-		var upstream string
-		switch u.backend {
-		case "rabbitmq":
-			upstream = strings.TrimSuffix(strings.TrimPrefix(envs[u.script][u.addrKey], "amqp://"), "/")
-		case "cassandra":
-			upstream = net.JoinHostPort(envs[u.script]["DBCANARY_TEST_CASSANDRA_HOST"], envs[u.script]["DBCANARY_TEST_CASSANDRA_PORT"])
-		case "opensearch":
-			upstream = strings.TrimPrefix(envs[u.script][u.addrKey], "http://")
-		case "s3":
-			upstream = envs[u.script][u.addrKey]
-		}
-		name := "dbcanary_soak_" + u.backend
+	for _, b := range backends {
+		upstream := soakBackends[b].upstream(envs[soakBackends[b].script])
+		name := "dbcanary_soak_" + b
 		if old, err := tc.Proxy(name); err == nil {
 			_ = old.Delete()
 		}
@@ -137,8 +206,8 @@ func run() error {
 			return fmt.Errorf("toxiproxy %s: %w", name, err)
 		}
 		defer p.Delete()
-		proxies[u.backend] = p
-		logf("%s: proxy %s -> %s", u.backend, p.Listen, upstream)
+		proxies[b] = p
+		logf("%s: proxy %s -> %s", b, p.Listen, upstream)
 	}
 
 	bin := filepath.Join(outDir, "dbcanary")
@@ -148,7 +217,7 @@ func run() error {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	cfgPath := filepath.Join(outDir, "dbcanary.yaml")
-	if err := os.WriteFile(cfgPath, []byte(soakConfig(envs, proxies)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(soakConfig(backends, envs, proxies)), 0o600); err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -247,45 +316,27 @@ func orNone(s string) string {
 	return s
 }
 
-// soakConfig probes every backend through its proxy at low rates.
-func soakConfig(envs map[string]stack.Env, proxies map[string]*toxiproxy.Proxy) string {
-	mq, cass, s3 := envs["rabbitmq"], envs["cassandra"], envs["minio"]
-	_, cassPort, _ := net.SplitHostPort(proxies["cassandra"].Listen)
-	return fmt.Sprintf(`global: {instance_id: soak, timeout: 5s, max_in_flight: 8}
-targets:
-  - name: soak-rabbitmq
-    backend: rabbitmq
-    ops: {publish: {rate: 2}, consume: {}}
-    rabbitmq: {url: "amqp://%s/", username: %s, password_file: %s, loss_timeout: 30s, connect_timeout: 3s}
-  - name: soak-cassandra
-    backend: cassandra
-    ops: {insert: {rate: 1}, read: {rate: 2}, read_miss: {rate: 0.5}}
-    cassandra:
-      hosts: ["127.0.0.1"]
-      port: %s
-      username: %s
-      password_file: %s
-      local_dc: %s
-      keyspace: dbcanary_soak
-      replication: {class: SimpleStrategy, replication_factor: 1}
-      ttl: 10m
-      connect_timeout: 3s
-      request_timeout: 3s
-  - name: soak-opensearch
-    backend: opensearch
-    ops: {index: {rate: 1}, bulk: {rate: 0.2}, search_default: {rate: 0.5}, search_term: {rate: 0.5}, get: {rate: 1}, visibility: {rate: 0.2}}
-    opensearch: {addresses: ["http://%s"], replicas: 0, refresh_interval: 1s, bulk_size: 5, connect_timeout: 3s, request_timeout: 4s, visibility_timeout: 4s}
-  - name: soak-s3
-    backend: s3
-    ops: {"*_4KiB": {rate: 1}, "*_128KiB": {rate: 0.5}, list: {rate: 0.2}}
-    s3: {endpoint: "http://%s", addressing: path, bucket: dbcanary-soak, sizes: [4KiB, 128KiB], access_key_id_file: %s, secret_access_key_file: %s, connect_timeout: 3s}
-  - name: soak-noop
-    backend: noop
-    ops: {noop: {rate: 5}}
-`, proxies["rabbitmq"].Listen, mq["DBCANARY_TEST_RABBITMQ_USER"], mq["DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"],
-		cassPort, cass["DBCANARY_TEST_CASSANDRA_USER"], cass["DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"], cass["DBCANARY_TEST_CASSANDRA_DC"],
-		proxies["opensearch"].Listen,
-		proxies["s3"].Listen, s3["DBCANARY_TEST_S3_ACCESS_KEY_FILE"], s3["DBCANARY_TEST_S3_SECRET_KEY_FILE"])
+// scriptsOf lists the stack scripts of the backends, each once.
+func scriptsOf(backends []string) []string {
+	var out []string
+	for _, b := range backends {
+		if s := soakBackends[b].script; !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// soakConfig probes every backend through its proxy at low rates, and noop.
+func soakConfig(backends []string, envs map[string]stack.Env, proxies map[string]*toxiproxy.Proxy) string {
+	var b strings.Builder
+	b.WriteString("global: {instance_id: soak, timeout: 5s, max_in_flight: 8}\ntargets:\n")
+	for _, name := range backends {
+		sb := soakBackends[name]
+		b.WriteString(sb.target(envs[sb.script], proxies[name].Listen))
+	}
+	b.WriteString("  - name: soak-noop\n    backend: noop\n    ops: {noop: {rate: 5}}\n")
+	return b.String()
 }
 
 // A faultPlan starts one fault window every `every`, on one backend at a
