@@ -62,9 +62,12 @@ const addProbeEnv = "DBCANARY_TEST_ADD_PROBE"
 // the baseline gets latency rules and promtool tests that promtool passes, an
 // overview row and a board that pass the board checks; the other boards stay
 // as they are. The regenerated files that change are the ones
-// docs/adding-a-probe.md lists.
+// docs/adding-a-probe.md lists. Before that, it counts the files the page
+// has a new backend write (at most maxBackendFiles) and checks that nothing
+// under internal/ or cmd/ names a backend (checkAddedFiles).
 func TestAddProbe(t *testing.T) {
 	if os.Getenv(addProbeEnv) == "" {
+		checkAddedFiles(t)
 		// The registry is global: the throwaway probe lives in a child
 		// process, so every other test sees only the real probes.
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAddProbe$", "-test.v")
