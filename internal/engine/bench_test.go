@@ -79,17 +79,19 @@ func (p derivingProbe) Run(ctx context.Context, op string, out *probes.Outcome) 
 func BenchmarkDispatch(b *testing.B) {
 	r := benchRunner(b)
 	done := make(chan struct{}, 1024)
-	r.onReport = func(string, time.Duration, error) { done <- struct{}{} }
 	schedCtx, stop := context.WithCancel(context.Background())
-	defer stop()
-	r.wg.Add(1)
-	go r.work(schedCtx, context.Background())
+	defer func() { stop(); r.wg.Wait() }()
+	r.schedCtx, r.opCtx = schedCtx, context.Background()
+	// At most max_in_flight runs outstanding: measure hand-off, not backlog.
+	slots := make(chan struct{}, r.target.MaxInFlight)
+	r.onReport = func(string, time.Duration, error) { <-slots; done <- struct{}{} }
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	go func() {
+	go func() { // one goroutine, as the scheduler
 		for i := 0; i < b.N; i++ {
-			r.jobs <- job{op: r.ops[0], intended: time.Now()} // blocking: measure hand-off, not backlog
+			slots <- struct{}{}
+			r.enqueue(job{op: r.ops[0], intended: time.Now()})
 		}
 	}()
 	for i := 0; i < b.N; i++ {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,10 @@ import (
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// runner probes one target: a scheduler goroutine puts due ops on a queue and
-// max_in_flight workers execute them, so the in-flight bound is the worker count.
+// runner probes one target: a scheduler goroutine hands due ops to workers,
+// at most max_in_flight, so the in-flight bound is the worker count; runs
+// that find every worker busy wait on a queue. Workers start on demand and
+// exit when idle (see enqueue).
 type runner struct {
 	target config.Target
 	probe  probes.Probe
@@ -31,7 +34,7 @@ type runner struct {
 
 	ops    []*opState
 	byName map[string]*opState
-	jobs   chan job
+	jobs   chan job // runs waiting for a busy worker; guarded by poolMu
 
 	inFlight      prometheus.Gauge
 	up            prometheus.Gauge
@@ -54,6 +57,18 @@ type runner struct {
 	stopSched context.CancelFunc // stops scheduling and idle workers
 	cancelOps context.CancelFunc // cancels in-flight ops (each op's context derives from it)
 	wg        sync.WaitGroup
+
+	// The worker pool. enqueue hands a run to the most recently idle worker,
+	// else starts one (up to max_in_flight), else queues it on jobs; a
+	// worker idle for idleFor exits. Last in, first out, so the workers a
+	// burst started go idle and exit instead of sharing the steady load.
+	// schedCtx and opCtx are set by start (nil: a runner never started, which
+	// starts no worker).
+	schedCtx, opCtx context.Context
+	poolMu          sync.Mutex // also held to put a run on jobs or take one from it
+	idle            []*worker  // the most recently idle last; guarded by poolMu
+	live            int        // workers running; guarded by poolMu
+	idleFor         time.Duration
 
 	// onReport, when set (by `once`), sees every recorded sample.
 	onReport func(op string, latency time.Duration, err error)
@@ -93,6 +108,18 @@ func healthOf(err error) health {
 	return healthUnreachable
 }
 
+// workerIdle is how long a worker without a job lives on. A target keeps the
+// workers its ops keep busy (one at 1 op/s), not max_in_flight goroutines
+// and their stacks: 16 idle workers per target were most of the memory of a
+// 1,000-target instance (docs/sizing.md). Longer than any usual op interval,
+// so a steady schedule does not start a goroutine per op.
+const workerIdle = 30 * time.Second
+
+// worker is one goroutine of a runner's pool (work).
+type worker struct {
+	next chan job // capacity 1: a run handed to the idle worker
+}
+
 type job struct {
 	op       *opState
 	intended time.Time
@@ -111,6 +138,7 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledg
 		byName:   map[string]*opState{},
 		prepSem:  make(chan struct{}, 1),
 		prepWait: backoff.Backoff{Min: time.Second, Max: 5 * time.Second},
+		idleFor:  workerIdle,
 	}
 	r.upState = -1
 	b, ok := probes.Lookup(t.Backend)
@@ -172,6 +200,7 @@ func (r *runner) start() {
 	schedCtx, stopSched := context.WithCancel(context.Background())
 	opCtx, cancelOps := context.WithCancel(context.Background())
 	r.stopSched, r.cancelOps = stopSched, cancelOps
+	r.schedCtx, r.opCtx = schedCtx, opCtx
 
 	var entries []scheduler.Entry
 	var scheduled []*opState
@@ -183,7 +212,7 @@ func (r *runner) start() {
 		entries = append(entries, scheduler.Entry{Interval: iv, Offset: scheduler.RandomOffset(iv)})
 		scheduled = append(scheduled, s)
 	}
-	r.wg.Add(1 + r.target.MaxInFlight + 1)
+	r.wg.Add(2) // the scheduler and Prepare; enqueue adds the workers
 	go func() {
 		defer r.wg.Done()
 		// Each run is handed to a worker up to scheduler.Lead before its
@@ -192,9 +221,6 @@ func (r *runner) start() {
 			r.enqueue(job{op: scheduled[i], intended: intended})
 		})
 	}()
-	for range r.target.MaxInFlight {
-		go r.work(schedCtx, opCtx)
-	}
 	go func() {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(opCtx, r.target.Timeout)
@@ -249,37 +275,113 @@ func (r *runner) closeLedger() error {
 	return r.ledger.Close()
 }
 
+// enqueue hands a due run to an idle worker, or starts a worker for it, or
+// queues it. Only the scheduler goroutine calls it (so wg.Add runs while wg
+// counts that goroutine).
 func (r *runner) enqueue(j job) {
+	r.poolMu.Lock()
+	if n := len(r.idle); n > 0 {
+		w := r.idle[n-1]
+		r.idle = r.idle[:n-1]
+		r.poolMu.Unlock()
+		w.next <- j // an idle worker's slot is empty
+		return
+	}
+	if r.schedCtx != nil && r.live < r.target.MaxInFlight {
+		r.live++
+		r.poolMu.Unlock()
+		w := &worker{next: make(chan job, 1)}
+		w.next <- j
+		r.wg.Add(1)
+		go r.work(w)
+		return
+	}
 	select {
 	case r.jobs <- j:
+		r.poolMu.Unlock()
+		return
 	default:
-		// The queue holds every run that can start within one timeout, so
-		// this one could not have: it counts at its timeout, like an op
-		// that timed out, not at the ~0 s it took to refuse it.
-		now := time.Now()
-		r.record(j.op, j.intended, now, j.intended.Add(j.op.op.Timeout), nil, errBacklog)
 	}
+	r.poolMu.Unlock()
+	// The queue holds every run that can start within one timeout, so this
+	// one could not have: it counts at its timeout, like an op that timed
+	// out, not at the ~0 s it took to refuse it.
+	now := time.Now()
+	r.record(j.op, j.intended, now, j.intended.Add(j.op.op.Timeout), nil, errBacklog)
 }
 
-func (r *runner) work(schedCtx, opCtx context.Context) {
+// work runs w's run, then queued runs, then waits idle for the next one
+// until scheduling stops or idleFor passes without one.
+func (r *runner) work(w *worker) {
 	defer r.wg.Done()
 	// The op starts on this goroutine at its slot: no hand-off after the
 	// wake-up, and a wake-up within tens of µs instead of the Go timer's
 	// 0..1 ms (scheduler.Waiter).
 	slot := scheduler.NewWaiter()
 	defer slot.Stop()
+	idle := time.NewTimer(r.idleFor)
+	defer idle.Stop()
 	var out probes.Outcome
+	j := <-w.next
 	for {
-		select {
-		case <-schedCtx.Done():
+		if !slot.Until(r.schedCtx, j.intended) {
+			r.leave(w)
 			return
-		case j := <-r.jobs:
-			if !slot.Until(schedCtx, j.intended) {
+		}
+		r.execute(r.opCtx, j, &out)
+		r.poolMu.Lock()
+		select {
+		case j = <-r.jobs:
+			r.poolMu.Unlock()
+			continue
+		default:
+		}
+		r.idle = append(r.idle, w)
+		r.poolMu.Unlock()
+		idle.Reset(r.idleFor)
+		select {
+		case j = <-w.next:
+		case <-r.schedCtx.Done():
+			r.leave(w)
+			return
+		case <-idle.C:
+			if r.retire(w) {
 				return
 			}
-			r.execute(opCtx, j, &out)
+			j = <-w.next // handed a run as it was about to retire
 		}
 	}
+}
+
+// retire takes idle worker w out of the pool, unless a run was just handed
+// to it (it is no longer among the idle).
+func (r *runner) retire(w *worker) bool {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	i := slices.Index(r.idle, w)
+	if i < 0 {
+		return false
+	}
+	r.idle = slices.Delete(r.idle, i, i+1)
+	r.live--
+	return true
+}
+
+// leave takes w out of the pool as scheduling stops.
+func (r *runner) leave(w *worker) {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if i := slices.Index(r.idle, w); i >= 0 {
+		r.idle = slices.Delete(r.idle, i, i+1)
+	}
+	r.live--
+}
+
+// workers is how many workers run now (tests).
+func (r *runner) workers() int {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	return r.live
 }
 
 // execute runs one op. Latency counts from the intended start, service time

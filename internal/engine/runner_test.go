@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,4 +218,95 @@ func init() {
 		NewConfig: func() probes.Config { return &blockConfig{} },
 		New:       func(probes.Target) (probes.Probe, error) { return blockProbe{}, nil },
 	})
+}
+
+// gateProbe's ops block while the gate is closed, counting the most ever
+// running at once.
+type gateProbe struct {
+	mu      sync.Mutex
+	open    chan struct{}
+	running int
+	most    int
+}
+
+func (*gateProbe) Prepare(context.Context) error { return nil }
+func (*gateProbe) Close() error                  { return nil }
+func (p *gateProbe) Run(ctx context.Context, _ string, _ *probes.Outcome) error {
+	p.mu.Lock()
+	p.running++
+	p.most = max(p.most, p.running)
+	open := p.open
+	p.mu.Unlock()
+	defer func() { p.mu.Lock(); p.running--; p.mu.Unlock() }()
+	select {
+	case <-open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *gateProbe) peak() int { p.mu.Lock(); defer p.mu.Unlock(); return p.most }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWorkersFollowLoad: a target starts workers as its ops need them, never
+// more than max_in_flight, and they exit once idle: a fast op keeps one or
+// two, not max_in_flight idle goroutines (docs/sizing.md, 1,000 targets).
+func TestWorkersFollowLoad(t *testing.T) {
+	cfg := parse(t, `
+global: {instance_id: t}
+targets:
+  - {name: s, backend: noop, timeout: 10s, max_in_flight: 4, ops: {noop: {rate: 50}}}
+`)
+	r, err := newRunner(cfg.Targets[0], "t", false, nil, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &gateProbe{open: make(chan struct{})}
+	r.probe = gate
+	r.prepared.Store(true)
+	r.idleFor = 100 * time.Millisecond
+	var done atomic.Int64
+	r.onReport = func(string, time.Duration, error) { done.Add(1) }
+	r.start()
+	stopped := false
+	defer func() {
+		if !stopped {
+			r.stop(time.Second)
+		}
+	}()
+
+	// Stalled: the pool grows to the bound and no further.
+	waitFor(t, "4 ops in flight", func() bool { return gate.peak() == 4 })
+	if n := r.workers(); n != 4 {
+		t.Errorf("stalled: %d workers, want max_in_flight (4)", n)
+	}
+	close(gate.open)
+	gate.mu.Lock()
+	gate.open = make(chan struct{})
+	close(gate.open) // from now on ops return at once
+	gate.mu.Unlock()
+	n0 := done.Load()
+	waitFor(t, "50 more ops", func() bool { return done.Load() >= n0+50 })
+	if p := gate.peak(); p > 4 {
+		t.Errorf("%d ops ran at once, max_in_flight is 4", p)
+	}
+	// Fast ops at 50/s: the idle workers exit, one (or two, on a loaded
+	// machine) remains.
+	waitFor(t, "idle workers to exit", func() bool { return r.workers() <= 2 })
+	r.stop(time.Second)
+	stopped = true
+	if n := r.workers(); n != 0 {
+		t.Errorf("%d workers after stop", n)
+	}
 }
