@@ -34,7 +34,9 @@ type runFlags struct {
 	metricsPath string
 	grace       time.Duration
 	histograms  string
-	shard       *shardFlags
+	// histogramsSet: --metrics.histograms was given, and wins over the config.
+	histogramsSet bool
+	shard         *shardFlags
 }
 
 func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
@@ -44,6 +46,7 @@ func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
 		Short: "Run the canary daemon and serve metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.histogramsSet = cmd.Flags().Changed("metrics.histograms")
 			return runDaemon(cmd.Context(), g, f, stderr)
 		},
 	}
@@ -52,7 +55,7 @@ func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.webConfig, "web.config.file", "", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format).")
 	fl.StringVar(&f.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fl.DurationVar(&f.grace, "shutdown.grace-period", 10*time.Second, "How long in-flight ops may run on shutdown or target removal before they are cancelled.")
-	fl.StringVar(&f.histograms, "metrics.histograms", "compact", "Classic histogram buckets: compact (the bounds alerts and boards read; docs/sizing.md) or full (every op histogram with every bound, as before the series budget).")
+	fl.StringVar(&f.histograms, "metrics.histograms", "", "Classic histogram buckets: compact (the bounds alerts and boards read; docs/sizing.md) or full (every op histogram with every bound, as before the series budget). When given, it wins over the config's global.metrics.histograms; when not, that key decides (default compact). A reload cannot change the layout: restart.")
 	f.shard = addShardFlags(fl)
 	return cmd
 }
@@ -62,8 +65,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if err != nil {
 		return err
 	}
-	hist, err := metrics.ParseHistograms(f.histograms)
-	if err != nil {
+	if _, err := metrics.ParseHistograms(f.histograms); err != nil {
 		return usageError(fmt.Errorf("--metrics.histograms: %w", err))
 	}
 	if f.webConfig != "" {
@@ -78,7 +80,8 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if cfg, err = f.shard.apply(cfg, logger); err != nil {
 		return usageError(err)
 	}
-	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets))
+	hist := f.histogramLayout(cfg, logger)
+	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets), "histograms", hist.String())
 	logWarnings(cfg, logger)
 
 	reg := prometheus.NewRegistry()
@@ -112,6 +115,13 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		cfg, err := config.LoadFile(g.configFile)
 		if err == nil {
 			cfg, err = f.shard.apply(cfg, logger)
+		}
+		if err == nil {
+			// Refused rather than half-applied: the reload gauge then says
+			// the file is not what runs, and a restart applies it whole.
+			if h := f.histogramLayout(cfg, logger); h != hist {
+				err = fmt.Errorf("global.metrics.histograms: the config asks for %s, the daemon runs %s: the layout cannot change on reload (every op histogram would be re-created); restart dbcanary to apply it", h, hist)
+			}
 		}
 		if err == nil {
 			err = eng.Apply(cfg)
@@ -171,6 +181,22 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// histogramLayout is the layout the daemon runs with cfg: the flag's when
+// given (logging when it overrides another value set in the file), else the
+// config's global.metrics.histograms, else compact. Both were validated already.
+func (f *runFlags) histogramLayout(cfg *config.Config, logger *slog.Logger) metrics.Histograms {
+	set := cfg.Global.Metrics.Histograms
+	file, _ := metrics.ParseHistograms(string(set.Effective()))
+	if !f.histogramsSet {
+		return file
+	}
+	flag, _ := metrics.ParseHistograms(f.histograms)
+	if set != "" && flag != file {
+		logger.Warn("--metrics.histograms overrides the config's global.metrics.histograms", "flag", flag.String(), "config", file.String())
+	}
+	return flag
 }
 
 // buildInfo is the binary's version for the status page.

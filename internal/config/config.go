@@ -44,6 +44,57 @@ type Global struct {
 	// StateDir keeps the durability ledger (internal/ledger) across restarts;
 	// empty keeps it in memory.
 	StateDir string `yaml:"state_dir"`
+	// Metrics is how the op metrics are exported.
+	Metrics GlobalMetrics `yaml:"metrics"`
+}
+
+// GlobalMetrics is the global.metrics section.
+type GlobalMetrics struct {
+	// Histograms is the classic-bucket layout of the op histograms
+	// (docs/sizing.md); empty when the file does not set it (Effective).
+	// The --metrics.histograms flag, when given, wins; a reload cannot change
+	// it (the op histograms would all be re-created).
+	Histograms Histograms `yaml:"histograms"`
+}
+
+// Histograms is a histogram layout: compact or full (internal/metrics), or
+// empty: not set.
+type Histograms string
+
+// The histogram layouts.
+const (
+	HistogramsCompact Histograms = "compact"
+	HistogramsFull    Histograms = "full"
+	// DefaultHistograms is the layout when neither the file nor the flag sets one.
+	DefaultHistograms = HistogramsCompact
+)
+
+// Effective is the layout h selects: DefaultHistograms when not set.
+func (h Histograms) Effective() Histograms {
+	if h == "" {
+		return DefaultHistograms
+	}
+	return h
+}
+
+// MarshalYAML writes the effective layout, for dump-config.
+func (h Histograms) MarshalYAML() (any, error) { return string(h.Effective()), nil }
+
+// UnmarshalYAML accepts the known layouts only.
+func (h *Histograms) UnmarshalYAML(n *yaml.Node) error {
+	// A yaml.TypeError with the column: decoding goes on, and the problem is
+	// reported with its path and line (strict.go).
+	fail := func(format string, a ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: ", n.Line, n.Column) + fmt.Sprintf(format, a...)}}
+	}
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return fail("expected compact or full, got %s", kindName(n))
+	case n.Value != string(HistogramsCompact) && n.Value != string(HistogramsFull):
+		return fail("unknown histogram layout %q (one of compact, full)", n.Value)
+	}
+	*h = Histograms(n.Value)
+	return nil
 }
 
 // DefaultGlobal is the global section's defaults.

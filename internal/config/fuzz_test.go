@@ -17,7 +17,7 @@ import (
 // fuzzSeeds are complete, valid configs for every backend; the fuzzer mutates
 // them (and the real files added in FuzzParse) into hostile ones.
 var fuzzSeeds = []string{
-	`global: {instance_id: fuzz-1, timeout: 2s, max_in_flight: 3}
+	`global: {instance_id: fuzz-1, timeout: 2s, max_in_flight: 3, metrics: {histograms: full}}
 targets:
   - name: mq
     backend: rabbitmq
