@@ -174,7 +174,7 @@ func (f Facts) check() error {
 // its configurations run (Config.Ops()): pass one configuration per profile
 // or variant, so that together they run every op. Each op must be in both,
 // and each phase of the facts must be one the op records. A probe's
-// facts_test.go calls it.
+// register_test.go calls it.
 func CheckFacts(f Facts, configs ...Config) []error {
 	if f.NoBoard {
 		return nil

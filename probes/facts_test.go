@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestFactsCheck: Describe refuses facts the generator could not draw.
+// TestFactsCheck: Register refuses facts the generator could not draw.
 func TestFactsCheck(t *testing.T) {
 	ok := Facts{Title: "X", Ops: []OpFacts{{Name: "put"}, {Name: "get", Phases: []string{"first", "last"}}},
 		Panels: []Panel{{Title: "p", ThresholdsOf: "put", Queries: []Query{{Series: SeriesLatency, Ops: "put|get", Quantile: 0.99, Legend: "{{op}}"}}}}}
