@@ -521,11 +521,7 @@ func (r *runner) record(s *opState, intended, sent, end time.Time, out *probes.O
 		if cause != probes.CauseBacklog {
 			o.ServiceErr.Observe(end.Sub(sent).Seconds())
 		}
-		if c, ok := o.Failures[cause]; ok {
-			c.Inc()
-		} else {
-			o.Failures[probes.CauseOther].Inc()
-		}
+		o.Failure(cause).Inc()
 		if r.logger.Enabled(context.Background(), slog.LevelDebug) {
 			r.logger.Debug("op failed", "op", s.op.Name, "cause", cause, "err", err)
 		}

@@ -171,11 +171,29 @@ func (m *Metrics) DeleteTarget(target string) {
 type OpObservers struct {
 	LatencyOK, LatencyErr prometheus.Observer
 	ServiceOK, ServiceErr prometheus.Observer
-	Failures              map[probes.Cause]prometheus.Counter
 	LastSuccess           prometheus.Gauge
 	BytesSent             prometheus.Counter
 	BytesReceived         prometheus.Counter
-	Phases                map[string]prometheus.Observer
+	Phases                map[string]prometheus.Observer // nil for an op without phases
+
+	// failures are the op's failure counters in the order of probes.Causes:
+	// one slice per op rather than a map and a label slice per cause (a
+	// fleet of 1,000 targets holds 13 per op).
+	failures []lazyCounter
+	labels   opLabels
+}
+
+// opLabels are an op's label values, shared by its lazily created series.
+type opLabels struct{ target, backend, op string }
+
+// Failure is the failure counter of cause c (CauseOther's for a cause
+// probes.Causes does not list).
+func (o *OpObservers) Failure(c probes.Cause) prometheus.Counter {
+	i := slices.Index(probes.Causes, c)
+	if i < 0 {
+		i = slices.Index(probes.Causes, probes.CauseOther)
+	}
+	return &o.failures[i]
 }
 
 // EagerCauses are the failure causes created at zero with the op: the ones an
@@ -192,23 +210,26 @@ var EagerCauses = []probes.Cause{probes.CauseNotFound, probes.CauseMismatch, pro
 // error histograms and the other causes on first use.
 func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObservers {
 	o := &OpObservers{
-		Failures: make(map[probes.Cause]prometheus.Counter, len(probes.Causes)),
-		Phases:   make(map[string]prometheus.Observer, len(phases)),
+		failures: make([]lazyCounter, len(probes.Causes)),
+		labels:   opLabels{target, backend, op},
+	}
+	if len(phases) > 0 {
+		o.Phases = make(map[string]prometheus.Observer, len(phases))
 	}
 	lat := m.Latency.vec(m.opt.bounds(backend, op, ""))
 	svc := m.ServiceTime.vec(m.opt.serviceBounds())
 	full := m.opt.Histograms == Full
 	o.LatencyOK = lat.WithLabelValues(target, backend, op, ResultOK)
-	latErr := &lazyObserver{vec: lat, lvs: []string{target, backend, op, ResultError}}
+	latErr := &lazyObserver{vec: lat, op: &o.labels}
 	o.ServiceOK = svc.WithLabelValues(target, backend, op, ResultOK)
-	svcErr := &lazyObserver{vec: svc, lvs: []string{target, backend, op, ResultError}}
+	svcErr := &lazyObserver{vec: svc, op: &o.labels}
 	o.LatencyErr, o.ServiceErr = latErr, svcErr
-	for _, c := range probes.Causes {
-		lc := &lazyCounter{vec: m.Failures, lvs: []string{target, backend, op, string(c)}}
+	for i, c := range probes.Causes {
+		lc := &o.failures[i]
+		lc.vec, lc.op, lc.cause = m.Failures, &o.labels, c
 		if full || slices.Contains(EagerCauses, c) {
 			lc.get()
 		}
-		o.Failures[c] = lc
 	}
 	o.LastSuccess = m.LastSuccess.WithLabelValues(target, backend, op)
 	// Both directions at zero up front: the boards' bytes panels read
@@ -225,31 +246,32 @@ func (m *Metrics) ForOp(target, backend, op string, phases []string) *OpObserver
 	return o
 }
 
-// lazyObserver creates its histogram series on the first observation.
+// lazyObserver creates its histogram series (result="error") on the first observation.
 type lazyObserver struct {
 	once sync.Once
 	vec  *prometheus.HistogramVec
-	lvs  []string
+	op   *opLabels
 	o    prometheus.Observer
 }
 
 func (l *lazyObserver) get() prometheus.Observer {
-	l.once.Do(func() { l.o = l.vec.WithLabelValues(l.lvs...) })
+	l.once.Do(func() { l.o = l.vec.WithLabelValues(l.op.target, l.op.backend, l.op.op, ResultError) })
 	return l.o
 }
 
 func (l *lazyObserver) Observe(v float64) { l.get().Observe(v) }
 
-// lazyCounter creates its counter series on first use.
+// lazyCounter creates its failure counter series on first use.
 type lazyCounter struct {
-	once sync.Once
-	vec  *prometheus.CounterVec
-	lvs  []string
-	c    prometheus.Counter
+	once  sync.Once
+	vec   *prometheus.CounterVec
+	op    *opLabels
+	cause probes.Cause
+	c     prometheus.Counter
 }
 
 func (l *lazyCounter) get() prometheus.Counter {
-	l.once.Do(func() { l.c = l.vec.WithLabelValues(l.lvs...) })
+	l.once.Do(func() { l.c = l.vec.WithLabelValues(l.op.target, l.op.backend, l.op.op, string(l.cause)) })
 	return l.c
 }
 

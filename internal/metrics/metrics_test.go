@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestCompactSeriesOfAHealthyOp(t *testing.T) {
 	// An error creates the error series, with the ok latency's bounds.
 	o.LatencyErr.Observe(5.1)
 	o.ServiceErr.Observe(5.1)
-	o.Failures[probes.CauseTimeout].Inc()
+	o.Failure(probes.CauseTimeout).Inc()
 	n2, _ := opSeries(t, reg, "read")
 	if want := n + 9 + 3 + 1; n2 != want {
 		t.Errorf("after an error: %d series, want %d", n2, want)
@@ -110,5 +111,19 @@ func TestDeleteTargetRemovesEveryLayout(t *testing.T) {
 		if n, lines := opSeries(t, reg, op); n != 0 {
 			t.Errorf("%s: %d series left:\n%s", op, n, strings.Join(lines, "\n"))
 		}
+	}
+}
+
+// TestFailureOfUnknownCause: a cause probes.Causes does not list counts as other.
+func TestFailureOfUnknownCause(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	o := m.ForOp("t", "noop", "noop", nil)
+	o.Failure("no-such-cause").Inc()
+	o.Failure(probes.CauseOther).Inc()
+	_, lines := opSeries(t, reg, "noop")
+	want := `dbcanary_op_failures_total{backend="noop",cause="other",op="noop",target="t"} 2`
+	if !slices.Contains(lines, want) {
+		t.Errorf("no %q in:\n%s", want, strings.Join(lines, "\n"))
 	}
 }
