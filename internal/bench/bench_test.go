@@ -232,3 +232,33 @@ func TestFloorProfile(t *testing.T) {
 		t.Fatalf("target %s:\n%s", r.Target, text.String())
 	}
 }
+
+// The table layouts read the ops and phases the profile names: s3-sizes'
+// download table and rabbitmq-perftest's PerfTest table, on a synthetic report.
+func TestProfileTables(t *testing.T) {
+	r := &Report{Backend: "s3", Stages: []StageReport{
+		{Name: "upload 4KiB", Group: "4KiB", Setup: true, Workers: 8, Seconds: 1, Ops: []OpReport{{Op: "put_4KiB", OK: 10}}},
+		{Name: "get 4KiB x8", Group: "4KiB", Workers: 8, Seconds: 1, Ops: []OpReport{{Op: "get_4KiB", OK: 5, MiBps: 1.5,
+			Phases: map[string]Summary{"first_byte": {P50: 2}, "last_byte": {P50: 3}}}}},
+	}}
+	prof := mustProfile(t, "s3-sizes")
+	p := Params{Sizes: []probes.Size{4 * probes.KiB}}
+	prof.defaults(&p)
+	tabs := tables(r, refs{}, prof.Tables(p))
+	if len(tabs) != 2 || tabs[0].ID != "s3-4KiB" || tabs[0].Title != "Download performance with 4KiB objects" || tabs[1].ID != "summary" {
+		t.Fatalf("tables %+v", tabs)
+	}
+	if n := tabs[0].Notes; len(n) != 2 || !strings.HasPrefix(n[0], "Setup: uploaded 10 4KiB objects with 8 threads") || !strings.HasPrefix(n[1], "Reference: the documented range") {
+		t.Errorf("notes %q", n)
+	}
+	if row := tabs[0].Rows[0]; row[0] != "8" || row[1] != "1.5 MB/s" || row[5] != "2.0" || row[13] != "3.0" {
+		t.Errorf("row %q", row)
+	}
+
+	r = &Report{Backend: "rabbitmq", Stages: []StageReport{{Name: "perftest", Ops: []OpReport{{Op: "publish", OK: 7}, {Op: "consume", OK: 6}}}}}
+	prof = mustProfile(t, "rabbitmq-perftest")
+	tabs = tables(r, refs{}, prof.Tables(Params{}))
+	if len(tabs) != 2 || tabs[0].ID != "perftest" || len(tabs[0].Rows) != 6 || tabs[0].Rows[3][2] != "7 / 0" || tabs[0].Rows[5][2] != "6 / 0 (0)" {
+		t.Fatalf("perftest table %+v", tabs[0])
+	}
+}
