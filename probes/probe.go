@@ -153,8 +153,8 @@ type Backend struct {
 	// key of its config section and as the metrics' backend label.
 	Name string
 	// NewConfig returns a new config section with defaults set. Its Ops are
-	// what the engine schedules; a Config that is an Endpointer names where
-	// its target is, so `dbcanary bench` can refuse a target off loopback.
+	// what the engine schedules, its Endpoints (Endpointer) where the target
+	// is: `dbcanary bench` refuses a target off loopback, or one that does not say.
 	NewConfig func() Config
 	// New builds a probe. It must not do network I/O: connecting belongs in
 	// Prepare and Run, so a target that is down still gets a probe and metrics.
