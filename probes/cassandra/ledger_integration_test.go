@@ -4,11 +4,7 @@ package cassandra_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,18 +34,7 @@ func ledgerCounts(t *testing.T, target string) map[string]float64 {
 // commit log sync) and waits until it is gone.
 func (n *privateNode) kill9(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(n.dir, "cassandra", "cassandra.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	enginetest.WaitFor(t, 30*time.Second, "the killed node to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	stack.Kill9(t, stack.PIDFile(t, filepath.Join(n.dir, "cassandra", "cassandra.pid")), "the private Cassandra node")
 }
 
 // ledgerProbe builds a probe of the private node with a ledger checked at 10s.

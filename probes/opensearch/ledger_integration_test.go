@@ -5,15 +5,11 @@ package opensearch
 import (
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/test/stack"
@@ -55,18 +51,7 @@ func (n *privateNode) put(t *testing.T, path, body string) {
 // kill9 kills the node's JVM with SIGKILL and waits until it is gone.
 func (n *privateNode) kill9(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(n.dir, "opensearch", "opensearch.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	enginetest.WaitFor(t, 30*time.Second, "the killed node to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	stack.Kill9(t, stack.PIDFile(t, filepath.Join(n.dir, "opensearch", "opensearch.pid")), "the private OpenSearch node")
 }
 
 // TestLedgerTranslogKill9 is issue 12's OpenSearch proof, on a node of its

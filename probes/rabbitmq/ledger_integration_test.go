@@ -4,7 +4,6 @@ package rabbitmq_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,10 +44,7 @@ func (b *privateBroker) kill9() {
 	if pid == 0 {
 		b.t.Fatal("no broker pid")
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		b.t.Fatal(err)
-	}
-	enginetest.WaitFor(b.t, 30*time.Second, "the killed broker to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	stack.Kill9(b.t, pid, "the private RabbitMQ broker")
 }
 
 // ledgerKill9 declares the ledger queue the ledger block describes (by a

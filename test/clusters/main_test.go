@@ -5,8 +5,6 @@ package clusters
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/dbcanary/dbcanary/test/stack"
@@ -25,20 +23,10 @@ func TestMain(m *testing.M) {
 		fmt.Println("test/clusters: no test run: the cluster tests run with DBCANARY_CLUSTERS=1 (make test-compat-clusters), see docs/clusters.md")
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "dbcanary-clusters-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	var remove func()
+	binary, remove = stack.MustBuild("dbcanary-clusters-")
 	code := m.Run()
 	stack.Cleanup()
-	_ = os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }

@@ -37,20 +37,10 @@ func TestMain(m *testing.M) {
 	for _, b := range []string{"rabbitmq", "minio", "cassandra", "opensearch"} {
 		envs[b] = stack.Must(b)
 	}
-	dir, err := os.MkdirTemp("", "dbcanary-secrets-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	var remove func()
+	binary, remove = stack.MustBuild("dbcanary-secrets-")
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	stack.Cleanup()
 	os.Exit(code)
 }

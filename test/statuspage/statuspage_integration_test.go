@@ -11,7 +11,6 @@ import (
 	"html"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +18,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,30 +90,14 @@ type broker struct {
 	pwFile   string
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// 35672-35682 belong to rabbitmqctl; 25672 to a system broker.
-		if (p < 35672 || p > 35682) && p != 25672 {
-			return p
-		}
-	}
-}
-
 func startBroker(t *testing.T) *broker {
 	t.Helper()
 	dir := filepath.Join(stackDir(), "statuspage")
-	b := &broker{port: freePort(t)}
+	b := &broker{port: stack.FreePort(t)}
 	b.env = append(os.Environ(),
 		"DBCANARY_STACK_DIR="+dir,
 		"DBCANARY_RABBITMQ_PORT="+strconv.Itoa(b.port),
-		"DBCANARY_RABBITMQ_DIST_PORT="+strconv.Itoa(freePort(t)),
+		"DBCANARY_RABBITMQ_DIST_PORT="+strconv.Itoa(stack.FreePort(t)),
 		"DBCANARY_RABBITMQ_NODENAME=dbcanary-statuspage@localhost")
 	b.script(t, "stop") // a node a crashed run left behind
 	t0 := time.Now()
@@ -250,35 +232,16 @@ func writeArtefact(t *testing.T, path string, content []byte) {
 type daemon struct {
 	base       string // http://127.0.0.1:PORT
 	user, pass string // basic auth, if on
-	log        *bytes.Buffer
+	log        *stack.Log
 }
 
 func startDaemon(t *testing.T, f *fixture, cfgPath string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{log: &bytes.Buffer{}}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	d.base = "http://" + addr
-	cmd := exec.Command(daemonBin, append([]string{"run", "--config.file", cfgPath, "--web.listen-address", addr,
-		"--shutdown.grace-period", "2s"}, args...)...)
-	cmd.Env = f.env
-	cmd.Stdout, cmd.Stderr = d.log, d.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Error("daemon did not stop within 30 s of SIGTERM")
-		}
-		writeArtefact(t, filepath.Join(artefacts, t.Name()+".daemon.log"), d.log.Bytes())
+	sd := stack.StartDaemon(t, daemonBin, cfgPath, stack.DaemonOptions{
+		Args: append([]string{"--shutdown.grace-period", "2s"}, args...), Env: f.env, NoWait: true,
+		OnStop: func(log []byte) { writeArtefact(t, filepath.Join(artefacts, t.Name()+".daemon.log"), log) },
 	})
-	return d
+	return &daemon{base: "http://" + sd.Addr, log: sd.Log}
 }
 
 func (d *daemon) get(t *testing.T, path string, auth bool) (int, []byte) {

@@ -55,7 +55,7 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := startPrivate(t, "prometheus", promDir, "DBCANARY_PROMETHEUS_CONFIG="+cfgPath, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", freePort(t)))
+	env := startPrivate(t, "prometheus", promDir, "DBCANARY_PROMETHEUS_CONFIG="+cfgPath, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", stack.FreePort(t)))
 	url := env["DBCANARY_TEST_PROMETHEUS_URL"] + "/api/v1/alerts"
 
 	deadline := time.Now().Add(3 * time.Minute)

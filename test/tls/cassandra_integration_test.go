@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // cassandraServerPEM writes the node's PEM keystore for Cassandra's
@@ -79,10 +81,10 @@ func TestCassandraClientEncryption(t *testing.T) {
 	clientCert, clientKey := filepath.Join(tlsDir, "client.pem"), filepath.Join(tlsDir, "client-key.pem")
 	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 
-	cql := freePort(t)
+	cql := stack.FreePort(t)
 	startPrivate(t, "cassandra", dir,
 		"DBCANARY_CASSANDRA_HEAP_MAX=512M",
-		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", freePort(t)),
+		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", stack.FreePort(t)),
 		"DBCANARY_CASSANDRA_TLS_DIR="+tlsDir, "DBCANARY_CASSANDRA_TLS_CLIENT_AUTH=true")
 	target := func(name, tlsBlock string) string {
 		return fmt.Sprintf(`  - name: %s

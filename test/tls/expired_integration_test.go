@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // TestExpiredServerCertificates: a Cassandra node and a RabbitMQ broker
@@ -54,10 +56,10 @@ func TestExpiredServerCertificates(t *testing.T) {
 	tlsDir := filepath.Join(cdir, "tls")
 	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
 	authority.cassandraServerPEMValid(t, filepath.Join(tlsDir, "server.pem"), expiredFrom, expiredTo)
-	cql := freePort(t)
+	cql := stack.FreePort(t)
 	startPrivate(t, "cassandra", cdir,
 		"DBCANARY_CASSANDRA_HEAP_MAX=512M",
-		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", freePort(t)),
+		fmt.Sprintf("DBCANARY_CASSANDRA_PORT=%d", cql), fmt.Sprintf("DBCANARY_CASSANDRA_STORAGE_PORT=%d", stack.FreePort(t)),
 		"DBCANARY_CASSANDRA_TLS_DIR="+tlsDir)
 	casTarget := fmt.Sprintf(`  - name: cas-expired
     backend: cassandra

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // openSearchSecurityVersion is the server version the security tests run: the
@@ -136,10 +138,10 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 	write(t, wrongFile, []byte("not-the-password"))
 	write(t, nocreateFile, []byte(passwords["dbcanary_nocreate"]))
 
-	port := freePort(t)
+	port := stack.FreePort(t)
 	startPrivate(t, "opensearch", dir,
 		"DBCANARY_OPENSEARCH_VERSION="+openSearchSecurityVersion,
-		fmt.Sprintf("DBCANARY_OPENSEARCH_PORT=%d", port), fmt.Sprintf("DBCANARY_OPENSEARCH_TRANSPORT_PORT=%d", freePort(t)),
+		fmt.Sprintf("DBCANARY_OPENSEARCH_PORT=%d", port), fmt.Sprintf("DBCANARY_OPENSEARCH_TRANSPORT_PORT=%d", stack.FreePort(t)),
 		"DBCANARY_OPENSEARCH_SECURITY_DIR="+sec)
 	target := func(name, user, passwordFile, tlsBlock string) string {
 		return fmt.Sprintf(`  - name: %s

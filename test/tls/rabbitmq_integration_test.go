@@ -51,7 +51,7 @@ func privateTLSBrokerCert(t *testing.T, authority *ca, notBefore, notAfter time.
 // amqpPort is a free port outside the range rabbitmqctl's own Erlang node uses.
 func amqpPort(t *testing.T) int {
 	for {
-		if p := freePort(t); p < 35672 || p > 35682 {
+		if p := stack.FreePort(t); p < 35672 || p > 35682 {
 			return p
 		}
 	}

@@ -44,20 +44,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	minioBin = filepath.Join(stackDir(), "bin", "minio")
-	dir, err := os.MkdirTemp("", "dbcanary-tls-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	var remove func()
+	binary, remove = stack.MustBuild("dbcanary-tls-")
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -141,16 +131,6 @@ func write(t *testing.T, path string, b []byte) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // minio is a private MinIO over https.
 type minio struct {
 	endpoint, userFile, passFile string
@@ -161,7 +141,7 @@ type minio struct {
 func startMinIO(t *testing.T, certsDir string) *minio {
 	t.Helper()
 	dir := t.TempDir()
-	port, console := freePort(t), freePort(t)
+	port, console := stack.FreePort(t), stack.FreePort(t)
 	m := &minio{endpoint: fmt.Sprintf("127.0.0.1:%d", port), userFile: filepath.Join(dir, "user"), passFile: filepath.Join(dir, "pass")}
 	write(t, m.userFile, []byte("dbcanarytls"))
 	write(t, m.passFile, []byte("dbcanarytls-secret"))

@@ -1,0 +1,168 @@
+package stack
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbcanary/dbcanary/internal/enginetest"
+)
+
+// The helpers below are the ones every integration package needs around the
+// servers: building the daemon once for a TestMain, running it for a test,
+// a free loopback port, and a crash (kill -9) of a server the test started.
+
+// MustBuild builds cmd/dbcanary into a new temporary directory for a
+// package's TestMain and returns the binary and a function removing it; it
+// exits the process when the build fails (no test of the package can run).
+func MustBuild(prefix string) (binary string, remove func()) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "dbcanary")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/dbcanary")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/dbcanary: %v\n%s", err, out)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	return binary, func() { _ = os.RemoveAll(dir) }
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Log is a buffer a process writes and a test reads at the same time.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Daemon is `dbcanary run` started by a test.
+type Daemon struct {
+	// Addr is the web listen address, 127.0.0.1:PORT.
+	Addr string
+	// Log holds the daemon's standard output and error.
+	Log *Log
+	// Cmd is the running process.
+	Cmd *exec.Cmd
+}
+
+// DaemonOptions are the settings of StartDaemon beyond the config file.
+type DaemonOptions struct {
+	// Args are more flags after --config.file and --web.listen-address.
+	Args []string
+	// Env is the process environment (nil: the test's).
+	Env []string
+	// NoWait returns at once instead of waiting until /-/ready answers 200
+	// (for a daemon expected to fail at start).
+	NoWait bool
+	// OnStop runs after the daemon has exited at the test's end, e.g. to
+	// keep its log as an artefact; the log is printed if the test failed.
+	OnStop func(log []byte)
+}
+
+// StartDaemon runs binary `run --config.file cfg` on a free port until the
+// test ends (SIGTERM, then SIGKILL after 30 s, which fails the test) and, unless
+// o.NoWait, waits up to 60 s until it is ready. Its log is printed if the test
+// failed.
+func StartDaemon(t testing.TB, binary, cfg string, o DaemonOptions) *Daemon {
+	t.Helper()
+	d := &Daemon{Addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Log: &Log{}}
+	d.Cmd = exec.Command(binary, append([]string{"run", "--config.file", cfg, "--web.listen-address", d.Addr}, o.Args...)...)
+	d.Cmd.Env = o.Env
+	d.Cmd.Stdout, d.Cmd.Stderr = d.Log, d.Log
+	if err := d.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.Cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = d.Cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = d.Cmd.Process.Kill()
+			<-exited
+			t.Error("dbcanary did not stop within 30 s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("dbcanary log:\n%s", d.Log.String())
+		}
+		if o.OnStop != nil {
+			o.OnStop([]byte(d.Log.String()))
+		}
+	})
+	if !o.NoWait {
+		enginetest.WaitFor(t, 60*time.Second, "dbcanary to be ready on "+d.Addr, func() bool {
+			resp, err := http.Get("http://" + d.Addr + "/-/ready")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	return d
+}
+
+// PIDFile reads the process id a server's pid file holds.
+func PIDFile(t testing.TB, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("%s: no process id in %q", path, b)
+	}
+	return pid
+}
+
+// Kill9 kills a server the test started (not a child of the test process:
+// the stack scripts daemonise them) with SIGKILL — no drain, no flush, no
+// final sync: a crash — and waits up to 30 s until it is gone.
+func Kill9(t testing.TB, pid int, what string) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %s (pid %d): %v", what, pid, err)
+	}
+	enginetest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s (pid %d) to exit after kill -9", what, pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+}
