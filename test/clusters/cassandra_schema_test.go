@@ -130,7 +130,7 @@ func schemaRound(t *testing.T, admin *gocql.Session, mode string, r int, su sche
 		ok       int
 	}
 	results := make([]result, len(su.hosts))
-	logs := make([]syncBuffer, len(su.hosts))
+	logs := make([]stack.Log, len(su.hosts))
 	var pbs []*cas.Probe
 	for i, h := range su.hosts {
 		cfg := cas.DefaultConfig

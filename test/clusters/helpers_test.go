@@ -3,12 +3,9 @@
 package clusters
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,8 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,44 +28,16 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startPrivate is stack.StartPrivate.
 func startPrivate(t *testing.T, script, dir string, env ...string) stack.Env {
 	t.Helper()
 	return stack.StartPrivate(t, script, dir, env...)
 }
 
-// syncBuffer is a bytes.Buffer the daemon writes and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemon is `dbcanary run` on a config of the test.
 type daemon struct {
 	addr string
-	logs *syncBuffer
+	logs *stack.Log
 }
 
 // startDaemon runs `dbcanary run` on cfg until the test ends and waits
@@ -81,30 +48,8 @@ func startDaemon(t *testing.T, cfg string) *daemon {
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &syncBuffer{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary, "run", "--config.file", file, "--web.listen-address", d.addr)
-	cmd.Stdout, cmd.Stderr = d.logs, d.logs
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("dbcanary log:\n%s", d.logs.String())
-		}
-	})
-	enginetest.WaitFor(t, 30*time.Second, "the daemon to be ready", func() bool {
-		resp, err := http.Get("http://" + d.addr + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return d
+	sd := stack.StartDaemon(t, binary, file, stack.DaemonOptions{})
+	return &daemon{addr: sd.Addr, logs: sd.Log}
 }
 
 // snapshot is the daemon's op counters at one moment.
@@ -252,7 +197,7 @@ scrape_configs:
 `, rules, b.Policy.Job, daemonAddr), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prom := startPrivate(t, "prometheus", dir, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", freePort(t)), "DBCANARY_PROMETHEUS_CONFIG="+cfg)
+	prom := startPrivate(t, "prometheus", dir, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", stack.FreePort(t)), "DBCANARY_PROMETHEUS_CONFIG="+cfg)
 	return &alerting{promURL: prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")}
 }
 
@@ -408,11 +353,7 @@ func (n clusterNode) pid(t *testing.T) int {
 // sync) and waits until it is gone.
 func (n clusterNode) kill9(t *testing.T) {
 	t.Helper()
-	pid := n.pid(t)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	enginetest.WaitFor(t, 30*time.Second, fmt.Sprintf("node %d (pid %d) to exit", n.i, pid), func() bool { return syscall.Kill(pid, 0) != nil })
+	stack.Kill9(t, n.pid(t), fmt.Sprintf("node %d", n.i))
 }
 
 // restartCluster starts every node that is not running (the script is

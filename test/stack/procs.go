@@ -84,7 +84,8 @@ type Daemon struct {
 
 // DaemonOptions are the settings of StartDaemon beyond the config file.
 type DaemonOptions struct {
-	// Args are more flags after --config.file and --web.listen-address.
+	// Args are more flags after --config.file, --web.listen-address and
+	// --shutdown.grace-period 2s (a flag given again wins).
 	Args []string
 	// Env is the process environment (nil: the test's).
 	Env []string
@@ -103,7 +104,9 @@ type DaemonOptions struct {
 func StartDaemon(t testing.TB, binary, cfg string, o DaemonOptions) *Daemon {
 	t.Helper()
 	d := &Daemon{Addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Log: &Log{}}
-	d.Cmd = exec.Command(binary, append([]string{"run", "--config.file", cfg, "--web.listen-address", d.Addr}, o.Args...)...)
+	// A short grace period: at the test's end in-flight ops against a store
+	// the test killed would otherwise hold the stop for 10 s.
+	d.Cmd = exec.Command(binary, append([]string{"run", "--config.file", cfg, "--web.listen-address", d.Addr, "--shutdown.grace-period", "2s"}, o.Args...)...)
 	d.Cmd.Env = o.Env
 	d.Cmd.Stdout, d.Cmd.Stderr = d.Log, d.Log
 	if err := d.Cmd.Start(); err != nil {

@@ -238,7 +238,7 @@ type daemon struct {
 func startDaemon(t *testing.T, f *fixture, cfgPath string, args ...string) *daemon {
 	t.Helper()
 	sd := stack.StartDaemon(t, daemonBin, cfgPath, stack.DaemonOptions{
-		Args: append([]string{"--shutdown.grace-period", "2s"}, args...), Env: f.env, NoWait: true,
+		Args: args, Env: f.env, NoWait: true,
 		OnStop: func(log []byte) { writeArtefact(t, filepath.Join(artefacts, t.Name()+".daemon.log"), log) },
 	})
 	return &daemon{base: "http://" + sd.Addr, log: sd.Log}
