@@ -38,14 +38,16 @@ type Engine struct {
 	// ledgers is the one store every target's durability ledger is opened
 	// from; its metrics are registered with the others.
 	ledgers *ledger.Store
+	// nodes exports the store nodes' state of the probes that know it (NodeStater).
+	nodes *metrics.NodeUp
 }
 
 // New returns an idle engine; Apply starts targets. grace bounds how long
 // stopping a target waits for its in-flight ops.
 func New(m *metrics.Metrics, reg prometheus.Registerer, logger *slog.Logger, grace time.Duration) *Engine {
-	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}, ledgers: ledger.NewStore("")}
+	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}, ledgers: ledger.NewStore(""), nodes: metrics.NewNodeUp()}
 	if reg != nil {
-		reg.MustRegister(&targetInfo{e: e}, e.ledgers)
+		reg.MustRegister(&targetInfo{e: e}, e.ledgers, e.nodes)
 	}
 	return e
 }
@@ -99,6 +101,7 @@ func (e *Engine) Apply(cfg *config.Config) error {
 			defer wg.Done()
 			r.stop(e.grace)
 			e.m.DeleteTarget(name)
+			e.nodes.Set(name, "", nil)
 			if !keep {
 				if e.observer != nil {
 					e.observer.TargetStopped(name)
@@ -110,6 +113,9 @@ func (e *Engine) Apply(cfg *config.Config) error {
 	wg.Wait()
 	for name, r := range fresh {
 		r.attachMetrics(e.m)
+		if n, ok := r.probe.(NodeStater); ok {
+			e.nodes.Set(name, r.target.Backend, n.NodeStates)
+		}
 		r.observer = e.observer
 		if e.observer != nil {
 			ns := ""
@@ -137,6 +143,7 @@ func (e *Engine) Stop() {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.stop(e.grace) }()
 		delete(e.runners, name)
+		e.nodes.Set(name, "", nil)
 	}
 	wg.Wait()
 }

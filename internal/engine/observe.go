@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"time"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -26,4 +27,11 @@ func (e *Engine) SetObserver(o Observer) { e.observer = o }
 // the store (queue, keyspace, index prefix, bucket prefix) for the status page.
 type Namespacer interface {
 	Namespace() string
+}
+
+// NodeStater is implemented by probes whose driver knows the store's nodes
+// and whether each is up (a ring): dbcanary_store_node_up, read at
+// every scrape. It must be cheap and never block on the network.
+type NodeStater interface {
+	NodeStates() iter.Seq2[string, bool]
 }

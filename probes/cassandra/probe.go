@@ -43,6 +43,9 @@ type Probe struct {
 	sess         *gocql.Session
 	redial       backoff.Backoff // see session
 	noHostsSince time.Time
+	filter       gocql.HostFilter // pin_hosts' filter of the session being built
+
+	live atomic.Pointer[liveSession] // p.sess for NodeStates (nodes.go)
 }
 
 type statements struct {
@@ -213,6 +216,7 @@ func (p *Probe) Close() error {
 	p.mu.Lock()
 	sess := p.sess
 	p.sess = nil
+	p.live.Store(nil)
 	p.redial.Stop(probes.Fail(probes.CauseOther, errors.New("cassandra: probe closed"))) // a closed probe does not reconnect
 	p.mu.Unlock()
 	if sess == nil {

@@ -41,6 +41,7 @@ func (p *Probe) session(ctx context.Context) (*gocql.Session, error) {
 	}
 	p.redial.Succeed()
 	p.sess, p.noHostsSince = s, time.Time{}
+	p.live.Store(&liveSession{s, p.filter})
 	p.logger.Debug("connected", "hosts", p.hostList)
 	return s, nil
 }
@@ -71,6 +72,7 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 		}
 		cl.HostFilter = f
 	}
+	p.filter = cl.HostFilter
 	if p.cfg.Username != "" {
 		password, err := p.cfg.Password().Value()
 		if err != nil {
@@ -115,6 +117,7 @@ func (p *Probe) noteResult(s *gocql.Session, err error) {
 		p.logger.Info("no Cassandra host reachable for a while: rebuilding the session", "for", time.Since(p.noHostsSince).Round(time.Second))
 		s.Close()
 		p.sess, p.noHostsSince = nil, time.Time{}
+		p.live.Store(nil)
 	}
 }
 
