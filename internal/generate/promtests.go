@@ -189,6 +189,18 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 		[]AlertTest{none("2m", AlertTargetMisconfigured), fires("5m", AlertTargetMisconfigured, e.expect(AlertTargetMisconfigured, tl, "1")),
 			none("5m", AlertTargetDown)})
 
+	// One node of three down from 1m while the target serves: a ticket after
+	// 5 minutes, naming the node; nothing while the target is down too.
+	node := func(n string) map[string]string { return merge(tl, "node", n) }
+	group("store node down while the target serves", []Series{{sel("dbcanary_target_up", tl), "1x20"},
+		{sel("dbcanary_store_node_up", node("10.0.0.11:9042")), "1 0x20"}, {sel("dbcanary_store_node_up", node("10.0.0.12:9042")), "1x20"}},
+		[]AlertTest{none("5m", AlertStoreNodeDown), fires("7m", AlertStoreNodeDown, e.expect(AlertStoreNodeDown, merge(node("10.0.0.11:9042"), "severity", "warning"), "0"))})
+	group("store node down while the target is down: no ticket", []Series{{sel("dbcanary_target_up", tl), "1 0x20"},
+		{sel("dbcanary_store_node_up", node("10.0.0.11:9042")), "1 0x20"}},
+		[]AlertTest{none("10m", AlertStoreNodeDown)})
+	group("store node back", []Series{{sel("dbcanary_target_up", tl), "1x20"}, {sel("dbcanary_store_node_up", node("10.0.0.11:9042")), "1 0x3 1x20"}},
+		[]AlertTest{none("3m", AlertStoreNodeDown), none("10m", AlertStoreNodeDown)})
+
 	// Successes every minute until 5m, then none: at 15m the last was 10m ago.
 	rate1 := Series{sel("dbcanary_op_expected_rate", op), "1x30"}
 	group("canary stale", []Series{{sel("dbcanary_last_success_timestamp_seconds", op), "0+60x5 300x20"}, rate1},

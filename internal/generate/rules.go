@@ -128,12 +128,13 @@ const (
 	AlertLatencyDrift         = "DbcanaryLatencyDrift"
 	AlertLatencyAboveBaseline = "DbcanaryLatencyAboveBaseline"
 	AlertTLSCertExpiring      = "DbcanaryTLSCertificateExpiring"
+	AlertStoreNodeDown        = "DbcanaryStoreNodeDown"
 )
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
 var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
-	AlertLatencyAboveBaseline, AlertTLSCertExpiring}
+	AlertLatencyAboveBaseline, AlertTLSCertExpiring, AlertStoreNodeDown}
 
 // wholeValue renders a count an alert read with increase(): Prometheus
 // extrapolates increase() to the window's edges (4 events can read 4.315),
@@ -263,6 +264,14 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	add(&al, alert(AlertTargetDown, `dbcanary_target_up == 0 unless dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is down",
 		"dbcanary cannot reach {{ $labels.target }} (dbcanary_target_up = {{ $value }}; baseline: 1): the latest run of at least one op failed with timeout, refused, DNS, TLS or server errors. The status page (/) shows which op and the error."))
+	// A node the driver sees down while the target serves through the
+	// others: a ticket (the next node lost may stop the target), never a
+	// page; a target that is down pages as such instead.
+	add(&al, alert(AlertStoreNodeDown, `dbcanary_store_node_up == 0 and ignoring (node) dbcanary_target_up == 1`, 5*time.Minute, "warning",
+		"{{ $labels.backend }} node {{ $labels.node }} of target {{ $labels.target }} is down",
+		"The driver of {{ $labels.target }} sees node {{ $labels.node }} down (dbcanary_store_node_up = {{ $value }}; baseline: 1) while the target still serves through the other nodes: one more node lost may stop it. Check the node's process and its logs; the status page (/) shows the target's ops."))
+	// The gauge exists only for targets whose driver knows the store's nodes.
+	al.Rules[len(al.Rules)-1].Comment = "pint disable promql/series(dbcanary_store_node_up)"
 	add(&al, alert(AlertTargetMisconfigured, `dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is misconfigured: credentials or permissions",
 		"dbcanary reaches {{ $labels.target }} but cannot use it (dbcanary_target_misconfigured = {{ $value }}; baseline: 0): credentials rejected (cause auth) or a missing bucket, index, keyspace, grant or permission (cause setup). This is a setup problem, not data loss: the status page (/) and the logs name what is missing."))
