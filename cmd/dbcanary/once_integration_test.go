@@ -18,9 +18,7 @@ var env stack.Env
 
 func TestMain(m *testing.M) {
 	env = stack.Must("rabbitmq")
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 func rabbitConfig(t *testing.T, passwordFile string) string {

@@ -23,9 +23,7 @@ var env stack.Env
 
 func TestMain(m *testing.M) {
 	env = stack.Must("cassandra")
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 func host() string { return env["DBCANARY_TEST_CASSANDRA_HOST"] }

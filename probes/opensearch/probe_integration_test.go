@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -26,9 +25,7 @@ var osURL string
 func TestMain(m *testing.M) {
 	env := stack.Must("opensearch")
 	osURL = env["DBCANARY_TEST_OPENSEARCH_URL"]
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 // rest calls the node directly, behind the canary's back.

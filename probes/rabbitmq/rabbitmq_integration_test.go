@@ -29,9 +29,7 @@ var env stack.Env
 
 func TestMain(m *testing.M) {
 	env = stack.Must("rabbitmq")
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 func config(name, instance, passwordFile, extra string) string {
@@ -74,7 +72,7 @@ func dial(t *testing.T) *amqp.Channel {
 func queues(t *testing.T) []string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join("/usr/lib/rabbitmq/bin/rabbitmqctl"), "list_queues", "-q", "--no-table-headers", "name")
-	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(stackDir(), "rabbitmq/home"), "RABBITMQ_NODENAME=dbcanary@localhost")
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(stack.DataDir(), "rabbitmq/home"), "RABBITMQ_NODENAME=dbcanary@localhost")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("list_queues: %v: %s", err, out)
@@ -82,13 +80,6 @@ func queues(t *testing.T) []string {
 	qs := strings.Fields(string(out))
 	sort.Strings(qs)
 	return qs
-}
-
-func stackDir() string {
-	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
-		return d
-	}
-	return "/var/tmp/dbcanary-stack"
 }
 
 func TestPublishConsumeFillHistograms(t *testing.T) {

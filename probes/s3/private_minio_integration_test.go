@@ -16,6 +16,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // privateMinio is a MinIO server of one test's own, on free ports with its
@@ -42,10 +44,7 @@ func freeAddr(t *testing.T) string {
 
 func startPrivateMinio(t *testing.T) *privateMinio {
 	t.Helper()
-	stackDir := os.Getenv("DBCANARY_STACK_DIR")
-	if stackDir == "" {
-		stackDir = "/var/tmp/dbcanary-stack"
-	}
+	stackDir := stack.DataDir()
 	dir := t.TempDir()
 	m := &privateMinio{
 		t: t, bin: filepath.Join(stackDir, "bin", "minio"), data: filepath.Join(dir, "data"),

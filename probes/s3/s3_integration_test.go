@@ -33,9 +33,7 @@ var (
 func TestMain(m *testing.M) {
 	s3Env = stack.Must("minio")
 	toxiEnv = stack.Must("toxiproxy")
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 // s3Store is one S3 implementation the tests run against: its stack

@@ -37,36 +37,11 @@ func TestMain(m *testing.M) {
 		envs[s] = stack.Must(s)
 	}
 	chromiumBin = stack.MustTool("chromium")
-	dir, err := os.MkdirTemp("", "dbcanary-bench-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X github.com/prometheus/common/version.Version=bench-test", "-o", bin, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	artefacts = os.Getenv("DBCANARY_ARTEFACT_DIR")
-	if artefacts == "" {
-		sd := os.Getenv("DBCANARY_STACK_DIR")
-		if sd == "" {
-			sd = "/var/tmp/dbcanary-stack"
-		}
-		artefacts = filepath.Join(sd, "artefacts", "bench-"+time.Now().UTC().Format("20060102T150405Z"))
-	}
-	if err := os.MkdirAll(artefacts, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	var remove func()
+	bin, remove = stack.MustBuild("dbcanary-bench-bin-", "-trimpath", "-ldflags", "-X github.com/prometheus/common/version.Version=bench-test")
+	artefacts = stack.MustArtefactDir("bench")
 	fmt.Fprintf(os.Stderr, "bench: reports and screenshots go to %s\n", artefacts)
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run(), remove)
 }
 
 // stackConfig is one target per local server.

@@ -25,8 +25,5 @@ func TestMain(m *testing.M) {
 	}
 	var remove func()
 	binary, remove = stack.MustBuild("dbcanary-clusters-")
-	code := m.Run()
-	stack.Cleanup()
-	remove()
-	os.Exit(code)
+	stack.Exit(m.Run(), remove)
 }

@@ -42,23 +42,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("test/compat: no test run: these rows run with DBCANARY_COMPAT=1 (make test-compat), see docs/compatibility.md")
 		os.Exit(0)
 	}
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 // compatDir is the stack directory of the servers this package starts with
 // settings of their own (another version, TLS): beside the default stack's,
 // kept between runs so downloads stay cached; its servers are stopped.
-func compatDir() string { return defaultStackDir() + "-compat" }
-
-// defaultStackDir is the default stack's directory (test/stack/lib.sh).
-func defaultStackDir() string {
-	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
-		return d
-	}
-	return "/var/tmp/dbcanary-stack"
-}
+func compatDir() string { return stack.DataDir() + "-compat" }
 
 // startPrivate starts a server with test/stack/<script>.sh, the stack
 // directory compatDir()/<name> (one per shape: versions never share a data

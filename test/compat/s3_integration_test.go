@@ -343,7 +343,7 @@ func TestSeaweedFSHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	serverCert(t, dir)
 	env := startPrivate(t, "seaweedfs", "seaweedfs-https", "DBCANARY_SEAWEEDFS_TLS_DIR="+dir,
-		"DBCANARY_SEAWEEDFS_BIN_DIR="+filepath.Join(defaultStackDir(), "bin"),
+		"DBCANARY_SEAWEEDFS_BIN_DIR="+filepath.Join(stack.DataDir(), "bin"),
 		"DBCANARY_SEAWEEDFS_PORT=17383", "DBCANARY_SEAWEEDFS_TLS_PORT=17443", "DBCANARY_SEAWEEDFS_MASTER_PORT=17333",
 		"DBCANARY_SEAWEEDFS_VOLUME_PORT=17380", "DBCANARY_SEAWEEDFS_FILER_PORT=17388")
 	s3Row(t, newS3Store(t, "seaweedfs-https", env, "https://"+env.Get(t, "DBCANARY_TEST_S3_TLS_ENDPOINT"), filepath.Join(dir, "ca.pem")))

@@ -41,9 +41,7 @@ func TestMain(m *testing.M) {
 	toxi = stack.Must("toxiproxy")
 	prom = stack.Must("prometheus")
 	am = stack.Must("alertmanager")
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 // timeScale shortens the rules: 5m windows become 15s, for: 10m becomes 30s.

@@ -22,10 +22,7 @@ var toxiAddr string
 // started it), so at most one large server runs at a time.
 func TestMain(m *testing.M) {
 	toxiAddr = stack.Must("toxiproxy")["DBCANARY_TEST_TOXIPROXY_ADDR"]
-	code := m.Run()
-	printFigures()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run(), printFigures)
 }
 
 // startGroup starts a backend for one test group and stops it when the group

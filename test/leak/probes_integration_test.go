@@ -5,7 +5,6 @@ package leak
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -24,9 +23,7 @@ func TestMain(m *testing.M) {
 	for _, b := range []string{"rabbitmq", "cassandra", "opensearch", "minio"} {
 		envs[b] = stack.Must(b)
 	}
-	code := m.Run()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run())
 }
 
 // discard is the Reporter of async ops (RabbitMQ's consume).

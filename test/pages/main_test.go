@@ -6,8 +6,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"testing"
@@ -74,24 +72,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	dir, err := os.MkdirTemp("", "dbcanary-pages-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pages:", err)
-		os.Exit(1)
-	}
 	// The real binary, as `make build` makes it (a temp path: bin/ is shared).
-	daemonBin = filepath.Join(dir, "dbcanary")
 	t0 := time.Now()
-	build := exec.Command("go", "build", "-trimpath", "-o", daemonBin, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "pages: go build ./cmd/dbcanary: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	var remove func()
+	daemonBin, remove = stack.MustBuild("dbcanary-pages-bin-", "-trimpath")
 	fmt.Fprintf(os.Stderr, "pages: built %s in %s\n", daemonBin, time.Since(t0).Round(time.Second))
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run(), remove)
 }

@@ -39,10 +39,7 @@ func TestMain(m *testing.M) {
 	}
 	var remove func()
 	binary, remove = stack.MustBuild("dbcanary-secrets-")
-	code := m.Run()
-	remove()
-	stack.Cleanup()
-	os.Exit(code)
+	stack.Exit(m.Run(), remove)
 }
 
 // markers are the secret values; each is unique so a leak names its source.

@@ -22,24 +22,61 @@ import (
 // servers: building the daemon once for a TestMain, running it for a test,
 // a free loopback port, and a crash (kill -9) of a server the test started.
 
-// MustBuild builds cmd/dbcanary into a new temporary directory for a
-// package's TestMain and returns the binary and a function removing it; it
-// exits the process when the build fails (no test of the package can run).
-func MustBuild(prefix string) (binary string, remove func()) {
+// MustBuild builds cmd/dbcanary as `make build` does (CGO_ENABLED=0: a
+// static binary), with more go build flags if given (e.g. "-trimpath",
+// "-ldflags", "-X ..."), into a new temporary directory for a package's
+// TestMain, and returns the binary and a function removing it; it exits the
+// process when the build fails (no test of the package can run).
+func MustBuild(prefix string, flags ...string) (binary string, remove func()) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/dbcanary")
+	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", binary, "./cmd/dbcanary")...)
 	build.Dir = RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build ./cmd/dbcanary: %v\n%s", err, out)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	return binary, func() { _ = os.RemoveAll(dir) }
+}
+
+// DataDir is the stack's directory of servers, binaries and artefacts:
+// $DBCANARY_STACK_DIR, /var/tmp/dbcanary-stack by default (as test/stack/lib.sh).
+func DataDir() string {
+	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
+		return d
+	}
+	return "/var/tmp/dbcanary-stack"
+}
+
+// MustArtefactDir creates and returns the directory a package keeps its
+// screenshots, reports and logs in: $DBCANARY_ARTEFACT_DIR, or
+// <DataDir>/artefacts/<name>-<UTC time>; it exits the process on failure.
+func MustArtefactDir(name string) string {
+	dir := os.Getenv("DBCANARY_ARTEFACT_DIR")
+	if dir == "" {
+		dir = filepath.Join(DataDir(), "artefacts", name+"-"+time.Now().UTC().Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return dir
+}
+
+// Exit ends a package's TestMain: it runs cleanups, stops the backends the
+// package started (Cleanup) and exits with code, m.Run's result.
+func Exit(code int, cleanups ...func()) {
+	for _, c := range cleanups {
+		c()
+	}
+	Cleanup()
+	os.Exit(code)
 }
 
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.

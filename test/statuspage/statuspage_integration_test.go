@@ -41,44 +41,16 @@ func TestMain(m *testing.M) {
 		envs[s] = stack.Must(s)
 	}
 	chromium = stack.MustTool("chromium")
-	dir, err := os.MkdirTemp("", "dbcanary-statuspage-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "statuspage:", err)
-		os.Exit(1)
-	}
 	// The real binary, with version information as `make build` sets it.
-	daemonBin = filepath.Join(dir, "dbcanary")
 	rev, _ := exec.Command("git", "-C", stack.RepoRoot(), "rev-parse", "--short", "HEAD").Output()
-	ldflags := "-X github.com/prometheus/common/version.Version=statuspage-test" +
-		" -X github.com/prometheus/common/version.Revision=" + strings.TrimSpace(string(rev)) +
-		" -X github.com/prometheus/common/version.Branch=main"
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", daemonBin, "./cmd/dbcanary")
-	build.Dir = stack.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "statuspage: go build ./cmd/dbcanary: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	artefacts = os.Getenv("DBCANARY_ARTEFACT_DIR")
-	if artefacts == "" {
-		artefacts = filepath.Join(stackDir(), "artefacts", "statuspage-"+time.Now().UTC().Format("20060102T150405Z"))
-	}
-	if err := os.MkdirAll(artefacts, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "statuspage:", err)
-		os.Exit(1)
-	}
+	var remove func()
+	daemonBin, remove = stack.MustBuild("dbcanary-statuspage-bin-", "-trimpath", "-ldflags",
+		"-X github.com/prometheus/common/version.Version=statuspage-test"+
+			" -X github.com/prometheus/common/version.Revision="+strings.TrimSpace(string(rev))+
+			" -X github.com/prometheus/common/version.Branch=main")
+	artefacts = stack.MustArtefactDir("statuspage")
 	fmt.Fprintf(os.Stderr, "statuspage: screenshots and DOM dumps go to %s\n", artefacts)
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	stack.Cleanup()
-	os.Exit(code)
-}
-
-func stackDir() string {
-	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
-		return d
-	}
-	return "/var/tmp/dbcanary-stack"
+	stack.Exit(m.Run(), remove)
 }
 
 // broker is a RabbitMQ node of this test's own (own node name, ports and
@@ -92,7 +64,7 @@ type broker struct {
 
 func startBroker(t *testing.T) *broker {
 	t.Helper()
-	dir := filepath.Join(stackDir(), "statuspage")
+	dir := filepath.Join(stack.DataDir(), "statuspage")
 	b := &broker{port: stack.FreePort(t)}
 	b.env = append(os.Environ(),
 		"DBCANARY_STACK_DIR="+dir,

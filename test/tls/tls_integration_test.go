@@ -43,19 +43,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	minioBin = filepath.Join(stackDir(), "bin", "minio")
+	minioBin = filepath.Join(stack.DataDir(), "bin", "minio")
 	var remove func()
 	binary, remove = stack.MustBuild("dbcanary-tls-")
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
-
-func stackDir() string {
-	if d := os.Getenv("DBCANARY_STACK_DIR"); d != "" {
-		return d
-	}
-	return "/var/tmp/dbcanary-stack"
+	stack.Exit(m.Run(), remove)
 }
 
 // ca is a certificate authority made by the test.
