@@ -233,6 +233,30 @@ func TestFloorProfile(t *testing.T) {
 	}
 }
 
+// An open-loop stage runs on the scheduler (scheduler.RunAhead) and ends at
+// its duration or op count: its k-th op at exactly k/rate (at 300/s a 3.33 ms
+// interval rounded to whole ns would fit a 31st op in 100 ms), none dropped.
+func TestOpenLoopStageEnds(t *testing.T) {
+	cfg := parse(t, "targets: []\n")
+	noWarmup := time.Duration(0)
+	for _, tc := range []struct {
+		p    Params
+		want int64
+	}{
+		{Params{Duration: 100 * time.Millisecond, Rate: 300, Warmup: &noWarmup}, 30},
+		{Params{Duration: 10 * time.Second, Ops: 25, Rate: 1000, Warmup: &noWarmup}, 25},
+	} {
+		r, err := Run(context.Background(), Options{Profile: mustProfile(t, "floor"), Params: tc.p, Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stages[len(r.Stages)-1]
+		if st.Issued != tc.want || len(st.Ops) != 1 || st.Ops[0].Count != uint64(tc.want) || r.Failed != 0 {
+			t.Errorf("%+v: issued %d, ops %+v, failed %d; want %d issued and recorded", tc.p, st.Issued, st.Ops, r.Failed, tc.want)
+		}
+	}
+}
+
 // The table layouts read the ops and phases the profile names: s3-sizes'
 // download table and rabbitmq-perftest's PerfTest table, on a synthetic report.
 func TestProfileTables(t *testing.T) {

@@ -229,11 +229,11 @@ func (l *Load) Run(ctx context.Context, st Stage) (StageResult, error) {
 	return res, ctx.Err()
 }
 
-// openLoop dispatches the k-th op at start + k/rate to the workers, whatever
-// happened to earlier ones; an op no worker could take within its timeout
-// counts as a backlog failure at its timeout, as in the daemon.
+// openLoop dispatches the k-th op at start + k/rate to the workers on the
+// daemon's scheduler, whatever happened to earlier ones; an op no worker
+// could take within its timeout counts as a backlog failure at its timeout,
+// as in the daemon.
 func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, start, end time.Time, wg *sync.WaitGroup) int64 {
-	interval := float64(time.Second) / st.Rate
 	maxTimeout := time.Duration(0)
 	for _, s := range seq {
 		maxTimeout = max(maxTimeout, s.op.Timeout)
@@ -256,29 +256,17 @@ func (l *Load) openLoop(ctx, opCtx context.Context, st Stage, seq []*opState, st
 		}()
 	}
 	defer close(jobs)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	var k int64
-	for ; st.MaxOps <= 0 || k < st.MaxOps; k++ {
-		intended := start.Add(time.Duration(float64(k) * interval))
-		if !intended.Before(end) {
-			break
-		}
-		if d := time.Until(intended) - scheduler.Lead; d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return k
-			}
-		}
+	entry := scheduler.Entry{Rate: st.Rate, End: end.Sub(start), Runs: max(st.MaxOps, 0)}
+	scheduler.RunAhead(ctx, start, []scheduler.Entry{entry}, scheduler.Lead, func(_ int, intended time.Time) {
 		s := seq[k%int64(len(seq))]
+		k++
 		select {
 		case jobs <- job{op: s, intended: intended}:
 		default:
 			l.r.record(s, intended, time.Now(), intended.Add(s.op.Timeout), nil, errBacklog)
 		}
-	}
+	})
 	return k
 }
 

@@ -1,7 +1,10 @@
 // Package scheduler fires ops on an open-loop schedule: the k-th run of an op
 // is due at start + offset + k/rate whatever happened to earlier runs, so a
 // stalled backend yields one slow sample per missed slot instead of hiding the
-// stall behind a single slow request (no coordinated omission).
+// stall behind a single slow request (no coordinated omission). It is the
+// one open loop of the program: the daemon's targets (engine runner) and the
+// open-loop stages of `dbcanary bench` (engine.Load, an entry that ends at
+// the stage's duration or op count) both run on RunAhead.
 package scheduler
 
 import (
@@ -11,13 +14,23 @@ import (
 	"time"
 )
 
-// Entry is one op's schedule.
+// Entry is one op's schedule. The daemon's entries run until the scheduler
+// stops; a bench stage's entry ends at its duration or op count (End, Runs).
 type Entry struct {
 	// Interval between runs (1/rate).
 	Interval time.Duration
+	// Rate, when set, is used instead of Interval: run k is due exactly k/Rate
+	// after the first, where an Interval is whole ns (IntervalOf(3) is 1/3 ns
+	// short, so a 20 s stage at 3 ops/s would get a 61st run).
+	Rate float64
 	// Offset of the first run from the scheduler's start; use RandomOffset
 	// to spread targets and ops over the interval.
 	Offset time.Duration
+	// End, when set, ends the entry: no run is due at or after the
+	// scheduler's start + End.
+	End time.Duration
+	// Runs, when set, ends the entry after that many runs.
+	Runs int64
 }
 
 // RandomOffset returns a uniformly random start offset within one interval.
@@ -37,7 +50,8 @@ func IntervalOf(rate float64) time.Duration {
 // run was meant to start. It must not block: the scheduler calls it inline.
 type Dispatch func(entry int, intended time.Time)
 
-// Run fires the entries until ctx is done. Runs that fell due while the
+// Run fires the entries until ctx is done or every entry has ended (End,
+// Runs; entries without either never end). Runs that fell due while the
 // scheduler was late (a GC pause, a suspended VM) are all dispatched, each
 // with its own intended time, so the caller sees the delay as latency.
 // A run is dispatched on the Go timer, so 0..1 ms after its slot (see
@@ -56,9 +70,21 @@ func RunAhead(ctx context.Context, start time.Time, entries []Entry, lead time.D
 		<-ctx.Done()
 		return
 	}
-	q := make(queue, len(entries))
+	q := make(queue, 0, len(entries))
 	for i, e := range entries {
-		q[i] = &item{entry: i, interval: e.Interval, base: start.Add(e.Offset), next: start.Add(e.Offset)}
+		it := &item{entry: i, interval: e.Interval, base: start.Add(e.Offset), next: start.Add(e.Offset), runs: e.Runs}
+		if e.Rate > 0 {
+			it.exact = float64(time.Second) / e.Rate
+		}
+		if e.End > 0 {
+			it.end = start.Add(e.End)
+		}
+		if !it.ended() {
+			q = append(q, it)
+		}
+	}
+	if len(q) == 0 {
+		return
 	}
 	heap.Init(&q)
 	lead = max(lead, 0)
@@ -75,10 +101,13 @@ func RunAhead(ctx context.Context, start time.Time, entries []Entry, lead time.D
 			it := q[0]
 			dispatch(it.entry, it.next)
 			it.k++
-			// Computing from the base avoids accumulating float rounding drift.
-			it.next = it.base.Add(time.Duration(it.k) * it.interval)
-			heap.Fix(&q, 0)
-			if ctx.Err() != nil {
+			it.next = it.slot()
+			if it.ended() {
+				heap.Pop(&q)
+			} else {
+				heap.Fix(&q, 0)
+			}
+			if ctx.Err() != nil || len(q) == 0 {
 				return
 			}
 		}
@@ -89,9 +118,24 @@ func RunAhead(ctx context.Context, start time.Time, entries []Entry, lead time.D
 type item struct {
 	entry    int
 	interval time.Duration
+	exact    float64 // the interval in ns when set by a Rate
 	base     time.Time
 	next     time.Time
-	k        int64
+	end      time.Time // zero: none
+	k, runs  int64     // runs 0: no bound
+}
+
+// slot is when run k is due, computed from the base so no rounding accumulates.
+func (it *item) slot() time.Time {
+	if it.exact > 0 {
+		return it.base.Add(time.Duration(float64(it.k) * it.exact))
+	}
+	return it.base.Add(time.Duration(it.k) * it.interval)
+}
+
+// ended reports whether the entry has had its last run.
+func (it *item) ended() bool {
+	return (it.runs > 0 && it.k >= it.runs) || (!it.end.IsZero() && !it.next.Before(it.end))
 }
 
 type queue []*item
