@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -25,6 +26,7 @@ const maxFrameBytes = 32 << 20
 type guardedDialer struct {
 	dialer net.Dialer
 	tls    *tls.Config
+	conns  *connTrack // the connections that answered, per node (nodes.go)
 }
 
 func (d *guardedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
@@ -39,13 +41,13 @@ func (d *guardedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*go
 	if err != nil {
 		return nil, probes.Fail(probes.CauseTLS, err)
 	}
-	dh.Conn = &frameGuard{Conn: dh.Conn}
+	dh.Conn = &frameGuard{Conn: dh.Conn, track: d.conns, node: host.ConnectAddressAndPort()}
 	dh.DisableCoalesce = true // the wrapper is not a *net.TCPConn: no writev
 	return dh, nil
 }
 
 func newGuardedDialer(connectTimeout time.Duration, tc *tls.Config) *guardedDialer {
-	return &guardedDialer{dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}, tls: tc}
+	return &guardedDialer{dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}, tls: tc, conns: newConnTrack()}
 }
 
 // frameGuard follows the v3/v4 frame boundaries of what it reads (a 9-byte
@@ -54,20 +56,43 @@ func newGuardedDialer(connectTimeout time.Duration, tc *tls.Config) *guardedDial
 // or is not a CQL v3-v5 header at all.
 type frameGuard struct {
 	net.Conn
-	hdr  [9]byte
-	nhdr int
-	body int64 // body bytes still to pass
+	hdr    [9]byte
+	nhdr   int
+	body   int64 // body bytes still to pass
+	framed bool  // a whole frame header was read
+
+	track *connTrack // told when the node first answers and when the connection ends
+	node  string
+	state atomic.Int32 // 0: no answer yet, 1: counted in track, 2: ended
 }
 
 func (g *frameGuard) Read(p []byte) (int, error) {
 	n, err := g.Conn.Read(p)
 	if n > 0 {
 		if verr := g.scan(p[:n]); verr != nil {
-			_ = g.Conn.Close()
+			_ = g.Close()
 			return 0, verr
 		}
+		if g.framed && g.track != nil && g.state.CompareAndSwap(0, 1) {
+			g.track.add(g.node, 1)
+		}
+	}
+	if err != nil {
+		g.ended()
 	}
 	return n, err
+}
+
+// Close closes the connection and stops counting it as the node's.
+func (g *frameGuard) Close() error {
+	g.ended()
+	return g.Conn.Close()
+}
+
+func (g *frameGuard) ended() {
+	if g.state.Swap(2) == 1 {
+		g.track.add(g.node, -1)
+	}
 }
 
 func (g *frameGuard) scan(b []byte) error {
@@ -85,6 +110,7 @@ func (g *frameGuard) scan(b []byte) error {
 			return nil
 		}
 		g.nhdr = 0
+		g.framed = true
 		if v := g.hdr[0] & 0x7f; v < 3 || v > 5 {
 			return probes.Fail(probes.CauseServer, fmt.Errorf("the server sent something that is not a CQL v3-v5 frame (version byte 0x%02x)", g.hdr[0]))
 		}

@@ -44,6 +44,7 @@ type Probe struct {
 	redial       backoff.Backoff // see session
 	noHostsSince time.Time
 	filter       gocql.HostFilter // pin_hosts' filter of the session being built
+	conns        *connTrack       // its dialer's connections
 
 	live atomic.Pointer[liveSession] // p.sess for NodeStates (nodes.go)
 }

@@ -41,7 +41,7 @@ func (p *Probe) session(ctx context.Context) (*gocql.Session, error) {
 	}
 	p.redial.Succeed()
 	p.sess, p.noHostsSince = s, time.Time{}
-	p.live.Store(&liveSession{s, p.filter})
+	p.live.Store(&liveSession{s, p.filter, p.conns})
 	p.logger.Debug("connected", "hosts", p.hostList)
 	return s, nil
 }
@@ -88,7 +88,9 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 			return nil, err
 		}
 	}
-	cl.HostDialer = newGuardedDialer(cl.ConnectTimeout, tc)
+	dialer := newGuardedDialer(cl.ConnectTimeout, tc)
+	cl.HostDialer = dialer
+	p.conns = dialer.conns
 	cl.ProtoVersion = 4 // the frame guard parses v4 frames; every Cassandra since 2.2 speaks v4
 	s, err := cl.CreateSession()
 	if err != nil {
