@@ -116,6 +116,11 @@ func TestPublishConsumeFillHistograms(t *testing.T) {
 	// (the durability ledger's, once ledger_write ran).
 	after := queues(t)
 	for _, q := range diff(after, before) {
+		// Other packages' daemons (make test's second lane) declare canary
+		// queues of their own meanwhile: any other new queue is this one's.
+		if strings.HasPrefix(q, "dbcanary.") && !strings.Contains(q, "mq-basic") && !strings.Contains(q, "inst-a") {
+			continue
+		}
 		if q != "dbcanary.mq-basic.inst-a" && q != "dbcanary.mq-basic.inst-a.ledger" {
 			t.Errorf("queue added: %s", q)
 		}
