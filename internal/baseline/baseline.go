@@ -85,6 +85,23 @@ const (
 	DefaultCertExpiryCritical = 7 * 24 * time.Hour
 )
 
+// DefaultPolicy is the policy of a baseline file that sets none, and of each
+// key a file's policy leaves out: Parse decodes the file over it. Its values
+// are the shipped baseline's (baselines/james-reference.yaml).
+var DefaultPolicy = Policy{
+	SLOObjective:       0.999,
+	ErrorRatioWarning:  0.05,
+	StaleAfter:         model.Duration(5 * time.Minute),
+	DriftFactor:        2,
+	DriftMinSeconds:    0.005,
+	Job:                "dbcanary",
+	StaleIntervals:     3,
+	ErrorMinFailures:   5,
+	MinSlowSamples:     2,
+	CertExpiryWarning:  model.Duration(DefaultCertExpiryWarning),
+	CertExpiryCritical: model.Duration(DefaultCertExpiryCritical),
+}
+
 // CertExpiry returns the warning and critical certificate expiry thresholds.
 func (p Policy) CertExpiry() (warning, critical time.Duration) {
 	warning, critical = time.Duration(p.CertExpiryWarning), time.Duration(p.CertExpiryCritical)
@@ -204,7 +221,7 @@ func Load(path string) (*File, error) {
 
 // Parse decodes strictly (unknown keys are errors) and validates.
 func Parse(data []byte) (*File, error) {
-	var b File
+	b := File{Policy: DefaultPolicy}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&b); err != nil {
@@ -216,7 +233,7 @@ func Parse(data []byte) (*File, error) {
 	return &b, nil
 }
 
-// Validate applies the policy's defaults and reports every problem, each
+// Validate reports every problem, each
 // prefixed by its path in the file, section by section, joined
 // (errors.Join: one per line); nil when there is none.
 func (b *File) Validate() error {
@@ -225,7 +242,6 @@ func (b *File) Validate() error {
 	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
 		p.bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
 	}
-	b.Policy.applyDefaults()
 	b.Policy.validate(&p)
 	sources := validateSources(b.Sources, &p)
 	validateFigures(b.Figures, sources, &p)
@@ -245,20 +261,6 @@ func (p *problems) factors(path string, f Factors) {
 	}
 	if f.Critical <= f.Warning {
 		p.bad(path+".critical", "must be above warning (%g), got %g", f.Warning, f.Critical)
-	}
-}
-
-// applyDefaults fills the policy knobs added after the first baseline
-// files: absent means the default.
-func (pol *Policy) applyDefaults() {
-	if pol.StaleIntervals == 0 {
-		pol.StaleIntervals = 3
-	}
-	if pol.ErrorMinFailures == 0 {
-		pol.ErrorMinFailures = 5
-	}
-	if pol.MinSlowSamples == 0 {
-		pol.MinSlowSamples = 2
 	}
 }
 

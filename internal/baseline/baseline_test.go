@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -126,5 +127,29 @@ func TestTargetFigures(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("error:\n got %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// A policy key a file leaves out takes DefaultPolicy's value; one it sets,
+// even to zero, is its own (and validated: a zero is not silently a default).
+func TestPolicyDefaults(t *testing.T) {
+	noPolicy := strings.Replace(good, "policy: {slo_objective: 0.999, error_ratio_warning: 0.05, stale_after: 5m, drift_factor: 2, drift_min_seconds: 0.005, job: dbcanary}\n", "", 1)
+	b, err := Parse([]byte(noPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(b.Policy) != fmt.Sprint(DefaultPolicy) {
+		t.Errorf("policy of a file without one:\n got %+v\nwant %+v", b.Policy, DefaultPolicy)
+	}
+	b, err = Parse([]byte(strings.Replace(good, "job: dbcanary}", "job: canary, min_slow_samples: 4}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Policy.Job != "canary" || b.Policy.MinSlowSamples != 4 || b.Policy.StaleIntervals != DefaultPolicy.StaleIntervals {
+		t.Errorf("policy: %+v", b.Policy)
+	}
+	_, err = Parse([]byte(strings.Replace(good, "job: dbcanary}", "job: dbcanary, stale_intervals: 0}", 1)))
+	if err == nil || err.Error() != "policy.stale_intervals: must be at least 2 (a success may come late by one interval), got 0" {
+		t.Errorf("stale_intervals: 0: %v", err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
@@ -135,7 +134,7 @@ func (r *Recorder) Build(c Conditions, opt Options) (*baseline.File, []string, e
 	if opt.Base != nil {
 		b.Policy, b.SnapTolerance = opt.Base.Policy, opt.Base.SnapTolerance
 	} else {
-		b.Policy = defaultPolicy
+		b.Policy = baseline.DefaultPolicy
 	}
 	b.Sources = []baseline.Source{{ID: SourceID, Document: "dbcanary calibrate (this file)", Conditions: c.describe()}}
 	var warnings []string
@@ -299,10 +298,6 @@ func (c Conditions) describe() string {
 	}
 	return s.String()
 }
-
-// defaultPolicy is used without a base file: the shipped baseline's policy.
-var defaultPolicy = baseline.Policy{SLOObjective: 0.999, ErrorRatioWarning: 0.05, StaleAfter: model.Duration(5 * time.Minute),
-	DriftFactor: 2, DriftMinSeconds: 0.005, Job: "dbcanary", StaleIntervals: 3, ErrorMinFailures: 5, MinSlowSamples: 2}
 
 // Marshal renders the file with a header saying what it is and how to use it.
 func Marshal(b *baseline.File, c Conditions, configFile string) ([]byte, error) {
