@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
@@ -90,16 +88,7 @@ func TestCassandraNodeDownWarning(t *testing.T) {
 // nodes scrapes dbcanary_store_node_up of target, by node.
 func (d *daemon) nodes(t *testing.T, target string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := d.families(t)
 	out := map[string]float64{}
 	for _, m := range fams["dbcanary_store_node_up"].GetMetric() {
 		l := map[string]string{}

@@ -66,8 +66,8 @@ type snapshot struct {
 	ledger map[string]float64
 }
 
-// snap scrapes the daemon's /metrics for target.
-func (d *daemon) snap(t *testing.T, target string) snapshot {
+// families scrapes the daemon's /metrics.
+func (d *daemon) families(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get("http://" + d.addr + "/metrics")
 	if err != nil {
@@ -79,6 +79,13 @@ func (d *daemon) snap(t *testing.T, target string) snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fams
+}
+
+// snap scrapes the daemon's /metrics for target.
+func (d *daemon) snap(t *testing.T, target string) snapshot {
+	t.Helper()
+	fams := d.families(t)
 	s := snapshot{at: time.Now(), ok: map[string]float64{}, failed: map[string]float64{}, okSum: map[string]float64{},
 		causes: map[string]float64{}, ledger: map[string]float64{}}
 	label := func(m *dto.Metric, name string) string {
