@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
 	"github.com/dbcanary/dbcanary/test/stack"
