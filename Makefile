@@ -46,13 +46,16 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # tolerance (promtool, podman, chromium, the secrets and leak checks, TLS on private servers);
 # test/faults stops the shared servers and holds latency shifts to ±5 %, so it runs last, once the
 # second lane has ended. Everything else is the first lane.
-# Empty by default, so every package runs in the first lane, one at a time (~28 min in all): the
-# second lane below took make test to 22 minutes in two green fresh-clone runs, but in a third its
-# CPU (two promtool processes, test/leak's 200 targets, a private OpenSearch node's start) starved
-# the shared OpenSearch and probes/opensearch timed out (26 Nov). To try it:
-#   make test INTEGRATION_LANE2="$(INTEGRATION_LANE2_CANDIDATES)"
+# The second lane runs under `nice -n $(LANE2_NICE)`, and the shared servers it uses
+# ($(LANE2_SERVERS)) are started before either lane, at normal priority: a niced TestMain must not be
+# the one that starts a server the first lane measures. Without nice, a third fresh-clone run (26 Nov)
+# saw the second lane's CPU (two promtool processes, test/leak's 200 targets, a private OpenSearch
+# node's start) starve the shared OpenSearch until probes/opensearch timed out. One lane (~28 min):
+#   make test INTEGRATION_LANE2=
 INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls
-INTEGRATION_LANE2 ?=
+INTEGRATION_LANE2 ?= $(INTEGRATION_LANE2_CANDIDATES)
+LANE2_NICE ?= 10
+LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra
 INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
@@ -166,11 +169,15 @@ vulncheck:
 ## (the page-quality suite's table is written to $(PAGES_TABLE), the measured figures to $(FIGURES); both printed at the end)
 integration: pages-stack
 	@set -o pipefail; trap '$(MAKE) --no-print-directory stack-down' EXIT; mkdir -p $(dir $(FIGURES)); rm -f $(PAGES_TABLE) $(FIGURES) $(PAGES_LOG) $(PAGES_LOG).rc $(LANE2_LOG) $(LANE2_LOG).rc; \
-	run() { DBCANARY_STACK_KEEP=1 DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) "$$@"; }; \
+	run() { DBCANARY_STACK_KEEP=1 DBCANARY_FIGURES_OUT=$(FIGURES) $${NICE:-} $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) "$$@"; }; \
 	echo "== test/pages runs in the background on its own stack ($(PAGES_STACK_DIR)), its output at the end"; \
 	( $(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/pages/ > $(PAGES_LOG) 2>&1; echo $$? > $(PAGES_LOG).rc ) & \
-	echo "== second lane in the background ($(LANE2_LOG)): $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS))"; \
-	( if [ -n "$(strip $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)))" ]; then run $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)); fi > $(LANE2_LOG) 2>&1; echo $$? > $(LANE2_LOG).rc ) & lane2=$$!; \
+	if [ -n "$(strip $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)))" ]; then \
+	  echo "== the shared servers, started at normal priority before the lanes: $(LANE2_SERVERS)"; \
+	  for s in $(LANE2_SERVERS); do bash $(STACK)/$$s.sh start || exit 1; done; \
+	fi; \
+	echo "== second lane in the background, nice -n $(LANE2_NICE) ($(LANE2_LOG)): $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS))"; \
+	( if [ -n "$(strip $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)))" ]; then NICE="nice -n $(LANE2_NICE)" run $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)); fi > $(LANE2_LOG) 2>&1; echo $$? > $(LANE2_LOG).rc ) & lane2=$$!; \
 	run $(filter-out ./test/pages $(INTEGRATION_LANE2) $(INTEGRATION_LAST),$(INTEGRATION_PKGS)) 2>&1 | tee $(INTEGRATION_LOG); rc=$$?; \
 	wait $$lane2; echo "== second lane ($(LANE2_LOG))"; cat $(LANE2_LOG); rc2=$$(cat $(LANE2_LOG).rc 2>/dev/null || echo 1); \
 	echo "== last, with the second lane ended: $(filter $(INTEGRATION_LAST),$(INTEGRATION_PKGS))"; \
