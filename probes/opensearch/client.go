@@ -22,7 +22,9 @@ import (
 
 // newClient builds the opensearch-go client: its transport gives retries on
 // another node, dead-node resurrection and request timeouts. It does no I/O.
-func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver) (*opensearchapi.Client, error) {
+// The HTTP transport is returned too: the node check (nodes.go) shares its
+// TLS, timeouts and connections.
+func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver) (*opensearchapi.Client, *http.Transport, error) {
 	// Retries go to another node: with a single address a retry would only
 	// hit the same unreachable node again (three dials per op during an outage).
 	retries := min(cfg.MaxRetries, len(cfg.Addresses)-1)
@@ -40,12 +42,12 @@ func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver)
 		// An empty server name lets crypto/tls check each node's own host name.
 		tc, err := cfg.TLS.Build("", certs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tr.TLSClientConfig = tc
 	}
 	off := false
-	return opensearchapi.NewClient(opensearchapi.Config{Client: osgo.Config{
+	client, err := opensearchapi.NewClient(opensearchapi.Config{Client: osgo.Config{
 		Addresses:                  cfg.Addresses,
 		Transport:                  tr,
 		RequestTimeout:             cfg.RequestTimeout,
@@ -53,7 +55,9 @@ func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver)
 		DisableRetry:               retries == 0,
 		DiscoverNodesOnStart:       &off, // probe exactly the configured nodes
 		HealthCheckRequestModifier: auth, // resurrecting a dead node needs credentials too
+		EnableMetrics:              true, // each connection's dead or alive: dbcanary_store_node_up (nodes.go)
 	}})
+	return client, tr, err
 }
 
 func hasHTTPS(addrs []string) bool {

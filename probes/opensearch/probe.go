@@ -36,6 +36,7 @@ type Probe struct {
 	refs      []Document
 	refIDs    []string // sorted
 	client    *opensearchapi.Client
+	nodes     *nodeWatch // dbcanary_store_node_up (nodes.go)
 	logger    *slog.Logger
 	now       func() time.Time
 
@@ -88,11 +89,12 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
-	client, err := newClient(&p.cfg, func(r *http.Request) { _ = p.authorize(r) }, t.Certs)
+	client, tr, err := newClient(&p.cfg, func(r *http.Request) { _ = p.authorize(r) }, t.Certs)
 	if err != nil {
 		return nil, fmt.Errorf("opensearch client: %w", err)
 	}
 	p.client = client
+	p.nodes = p.newNodeWatch(tr)
 	return p, nil
 }
 
@@ -105,6 +107,7 @@ func (p *Probe) Recreated() int64 { return p.recreated.Load() }
 // Prepare creates today's index with its mapping (or checks it), writes the
 // reference set and deletes this prefix's indices past retention.
 func (p *Probe) Prepare(ctx context.Context) error {
+	p.nodes.start() // once: the nodes are watched from the first attempt on, even if it fails
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -150,6 +153,7 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 // Close implements probes.Probe. A one-shot run (Ephemeral) first deletes the
 // documents it wrote: its instance id is its own, so nothing else reads them.
 func (p *Probe) Close() error {
+	p.nodes.stop()
 	var err error
 	if p.ephemeral {
 		err = p.deleteOwnDocuments()
