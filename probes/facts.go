@@ -26,6 +26,9 @@ type Facts struct {
 	// Panels are the backend's own panels, drawn first in the board's
 	// latency row (before one panel per op).
 	Panels []Panel
+	// Nodes marks a probe that knows its store's nodes (engine.NodeStater:
+	// dbcanary_store_node_up): its board gets a row of the nodes side by side.
+	Nodes bool
 }
 
 // OpFacts is one op as the rules and boards see it.

@@ -123,6 +123,11 @@ func (e *Engine) Apply(cfg *config.Config) error {
 				ns = n.Namespace()
 			}
 			e.observer.TargetStarted(name, r.target.Backend, opNames(r), ns)
+			if n, ok := r.probe.(NodeStater); ok {
+				if o, ok := e.observer.(NodeObserver); ok {
+					o.TargetNodes(name, n.NodeStates)
+				}
+			}
 		}
 		e.runners[name] = r
 		r.start()

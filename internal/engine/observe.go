@@ -35,3 +35,11 @@ type Namespacer interface {
 type NodeStater interface {
 	NodeStates() iter.Seq2[string, bool]
 }
+
+// NodeObserver is implemented by an Observer that also shows the store's
+// nodes (the status page): TargetNodes hands it a target's NodeStates after
+// TargetStarted, to read when it renders. It is not called for probes that
+// do not know their nodes.
+type NodeObserver interface {
+	TargetNodes(target string, states func() iter.Seq2[string, bool])
+}

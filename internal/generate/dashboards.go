@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
@@ -156,6 +157,31 @@ func (b *board) addStat(p *stat.PanelBuilder) {
 func (b *board) addTimeseries(p *timeseries.PanelBuilder) {
 	id, pos := b.place(8)
 	b.d.WithPanel(p.Id(id).GridPos(pos))
+}
+
+// addTimeline places a state timeline across the whole board.
+func (b *board) addTimeline(p *statetimeline.PanelBuilder) {
+	id, pos := b.place(24)
+	b.d.WithPanel(p.Id(id).GridPos(pos))
+}
+
+// nodesPanel is each target's nodes side by side over time: up (green) or
+// down (red), one line per node, from dbcanary_store_node_up.
+func nodesPanel(be backend) *statetimeline.PanelBuilder {
+	mapping := func(v, text, color string) dashboard.ValueMapping {
+		return dashboard.ValueMapping{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText,
+			Options: map[string]dashboard.ValueMappingResult{v: {Text: cog.ToPtr(text), Color: cog.ToPtr(color)}}}}
+	}
+	return statetimeline.NewPanelBuilder().Title(be.Title+" nodes").
+		Description("dbcanary_store_node_up per target and node: up while the target's driver holds a connection to the node that answers, down otherwise. "+
+			"DbcanaryStoreNodeDown (a warning) fires after 5 minutes down while the target still serves; a target that cannot serve pages DbcanaryTargetDown instead. See docs/clusters.md.").
+		Datasource(ds).Unit("none").Min(0).Max(1).
+		Mappings([]dashboard.ValueMapping{mapping("1", "up", "green"), mapping("0", "down", "red")}).
+		Thresholds(steps()).
+		ShowValue(common.VisibilityModeNever).MergeValues(true).RowHeight(0.9).
+		Legend(common.NewVizLegendOptionsBuilder().DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom).ShowLegend(false)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeSingle).Sort(common.SortOrderNone)).
+		WithTarget(promQuery(0, query{fmt.Sprintf("min by (target, node) (%s)", m("dbcanary_store_node_up", be.Name)), "{{target}} {{node}}"}).Range())
 }
 
 type query struct{ expr, legend string }
@@ -395,6 +421,11 @@ func backendBoard(d *boardData, be backend) (dashboard.Dashboard, error) {
 		query{m(RecFailuresRate, be.Name), "{{target}} {{op}} {{cause}}"}))
 	bd.addTimeseries(timeseriesPanel("Ops in flight", "Ops running now per target (bounded by max_in_flight; at the bound, new ops fail with cause backlog).", "none", steps(),
 		query{m("dbcanary_op_in_flight", be.Name), "{{target}}"}))
+
+	if be.Nodes {
+		bd.row("Store nodes (as each target's driver sees them)")
+		bd.addTimeline(nodesPanel(be))
+	}
 
 	bd.row("Latency per op (p50 / p90 / p99, lines at the baseline thresholds)")
 	for _, p := range be.Panels {

@@ -13,6 +13,7 @@ package status
 
 import (
 	"errors"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -73,6 +74,58 @@ type target struct {
 	started                  time.Time
 	ops                      []*op
 	cert                     atomic.Pointer[CertStatus] // the earliest TLS certificate expiry seen
+	nodes                    atomic.Pointer[nodeSource] // the store's nodes as the probe's driver sees them, if it knows
+}
+
+type nodeSource struct {
+	states func() iter.Seq2[string, bool]
+}
+
+// MaxNodes bounds the nodes a target shows, down ones first (as
+// dbcanary_store_node_up).
+const MaxNodes = 64
+
+// NodeStatus is one node of the store as the target's driver sees it.
+type NodeStatus struct {
+	Node string `json:"node"`
+	Up   bool   `json:"up"`
+}
+
+// TargetNodes implements engine.NodeObserver: states is read at each snapshot.
+func (s *Store) TargetNodes(name string, states func() iter.Seq2[string, bool]) {
+	if v, ok := s.targets.Load(name); ok && states != nil {
+		v.(*target).nodes.Store(&nodeSource{states})
+	}
+}
+
+// nodeList reads the target's nodes: down ones first, then by address, at
+// most MaxNodes; nil if the probe does not know its nodes.
+func (t *target) nodeList() []NodeStatus {
+	src := t.nodes.Load()
+	if src == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []NodeStatus
+	for node, up := range src.states() {
+		if !seen[node] {
+			seen[node] = true
+			out = append(out, NodeStatus{node, up})
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int {
+		if a.Up != b.Up {
+			if !a.Up {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Node, b.Node)
+	})
+	if len(out) > MaxNodes {
+		out = out[:MaxNodes]
+	}
+	return out
 }
 
 // CertStatus is the first certificate to expire among those the target's
@@ -315,9 +368,12 @@ type TargetStatus struct {
 	// TLSCert is the first certificate the store presented to expire; nil
 	// for a plaintext target or before the first TLS handshake.
 	TLSCert *CertStatus `json:"tls_cert,omitempty"`
-	State   State       `json:"state"`
-	Started time.Time   `json:"started"`
-	Ops     []OpStatus  `json:"ops"`
+	// Nodes are the store's nodes as the target's driver sees them (down
+	// ones first; dbcanary_store_node_up), for probes that know them.
+	Nodes   []NodeStatus `json:"nodes,omitempty"`
+	State   State        `json:"state"`
+	Started time.Time    `json:"started"`
+	Ops     []OpStatus   `json:"ops"`
 	// Ledger is the target's durability ledger, when it runs one (its
 	// ledger ops are on, or it still holds or has checked entries).
 	Ledger *ledger.Status `json:"ledger,omitempty"`
@@ -412,7 +468,7 @@ func (s *Store) Snapshot() Snapshot {
 
 func (t *target) snapshot(now time.Time) TargetStatus {
 	ts := TargetStatus{Name: t.name, Backend: t.backend, Namespace: t.namespace, Started: t.started,
-		State: StateNotYetRun, Ops: make([]OpStatus, len(t.ops)), TLSCert: t.cert.Load()}
+		State: StateNotYetRun, Ops: make([]OpStatus, len(t.ops)), TLSCert: t.cert.Load(), Nodes: t.nodeList()}
 	for i, o := range t.ops {
 		ts.Ops[i] = o.snapshot(now)
 		switch ts.Ops[i].State {

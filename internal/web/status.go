@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,6 +154,7 @@ type ledgerCells struct {
 type targetCells struct {
 	Name, Backend, Namespace string
 	Cert                     template.HTML // the store's first TLS certificate to expire, if any
+	Nodes                    template.HTML // the store's nodes as the driver sees them, if it knows
 	State                    status.State
 	Rowspan                  int
 }
@@ -185,6 +187,40 @@ func certCell(now time.Time, c *status.CertStatus) template.HTML {
 	iso := c.NotAfter.UTC().Format(time.RFC3339)
 	return template.HTML(`<div class="` + class + `" title="` + template.HTMLEscapeString(c.Subject) + `">TLS certificate expires <time datetime="` +
 		iso + `">` + c.NotAfter.UTC().Format("2006-01-02") + `</time> (` + when + `)</div>`)
+}
+
+// nodesCell is the store's nodes under the namespace: "3 nodes up", or the
+// down ones named ("node 127.0.0.12:9042 down, 2 of 3 up"); the page does not
+// turn red for them (the target's ops say whether it serves).
+func nodesCell(nodes []status.NodeStatus) template.HTML {
+	if len(nodes) == 0 {
+		return ""
+	}
+	var down, up []string
+	for _, n := range nodes {
+		if n.Up {
+			up = append(up, n.Node)
+		} else {
+			down = append(down, n.Node)
+		}
+	}
+	all := template.HTMLEscapeString(strings.Join(append(slices.Clone(down), up...), ", "))
+	if len(down) == 0 {
+		return template.HTML(`<div class="nodes" title="` + all + `">` + plural(len(up), "node") + ` up</div>`)
+	}
+	names := make([]string, len(down))
+	for i, d := range down {
+		names[i] = `<code>` + template.HTMLEscapeString(d) + `</code>`
+	}
+	return template.HTML(`<div class="nodes down" title="` + all + `">` + plural(len(down), "node") + ` down: ` + strings.Join(names, ", ") +
+		`; ` + strconv.Itoa(len(up)) + ` of ` + strconv.Itoa(len(nodes)) + ` up</div>`)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 type errorCells struct {
@@ -226,7 +262,7 @@ func rows(snap status.Snapshot, window time.Duration) []row {
 	}
 	out := make([]row, 0, n)
 	for _, t := range snap.Targets {
-		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, Cert: certCell(now, t.TLSCert), State: t.State, Rowspan: max(len(t.Ops), 1)}
+		tc := &targetCells{Name: t.Name, Backend: t.Backend, Namespace: t.Namespace, Cert: certCell(now, t.TLSCert), Nodes: nodesCell(t.Nodes), State: t.State, Rowspan: max(len(t.Ops), 1)}
 		if t.Ledger != nil && len(t.Ops) > 0 {
 			tc.Rowspan++
 		}

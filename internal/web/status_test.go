@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -396,5 +397,44 @@ func benchRender(b *testing.B, h http.Handler) {
 			}
 			b.ReportMetric(float64(size), "bytes/page")
 		})
+	}
+}
+
+// TestStatusPageNodes: a target whose driver knows the store's nodes shows
+// them under its namespace, the down ones named first, and /status.json
+// lists them; a node down does not make the target failing (its ops say).
+func TestStatusPageNodes(t *testing.T) {
+	st := demoStore()
+	up := map[string]bool{"127.0.0.11:9042": true, "127.0.0.12:9042": false, "127.0.0.13:9042": true}
+	st.TargetNodes("cass-new", func() iter.Seq2[string, bool] {
+		return func(yield func(string, bool) bool) {
+			for _, n := range []string{"127.0.0.13:9042", "127.0.0.12:9042", "127.0.0.11:9042"} {
+				if !yield(n, up[n]) {
+					return
+				}
+			}
+		}
+	})
+	h := newStatusHandler(t, st)
+	_, body := do(t, h, http.MethodGet, "/")
+	want := `<div class="nodes down" title="127.0.0.12:9042, 127.0.0.11:9042, 127.0.0.13:9042">1 node down: <code>127.0.0.12:9042</code>; 2 of 3 up</div>`
+	if !strings.Contains(body, want) {
+		t.Errorf("page lacks %q", want)
+	}
+	if !strings.Contains(body, `1 of 3 targets failing`) {
+		t.Error("a node down changed the targets' states")
+	}
+	_, js := do(t, h, http.MethodGet, "/status.json")
+	if want := `"nodes":[{"node":"127.0.0.12:9042","up":false},{"node":"127.0.0.11:9042","up":true},{"node":"127.0.0.13:9042","up":true}]`; !strings.Contains(js, want) {
+		t.Errorf("status.json lacks %s", want)
+	}
+	up["127.0.0.12:9042"] = true // read at each render
+	_, body = do(t, h, http.MethodGet, "/")
+	if want := `<div class="nodes" title="127.0.0.11:9042, 127.0.0.12:9042, 127.0.0.13:9042">3 nodes up</div>`; !strings.Contains(body, want) {
+		t.Errorf("page lacks %q", want)
+	}
+	// A target without a node source shows none.
+	if strings.Count(body, `class="nodes`) != 1 {
+		t.Error("nodes shown for a target whose probe does not know them")
 	}
 }

@@ -16,6 +16,7 @@ func init() {
 		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
 		Facts: probes.Facts{
 			Title: "Cassandra",
+			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
 			Ops: []probes.OpFacts{
 				{Name: OpInsert}, {Name: OpRead}, {Name: OpReadMiss}, {Name: OpUpdate},
 				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},

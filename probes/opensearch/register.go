@@ -15,6 +15,7 @@ func init() {
 		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
 		Facts: probes.Facts{
 			Title: "OpenSearch",
+			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
 			Ops: []probes.OpFacts{
 				{Name: OpIndex}, {Name: OpBulk}, {Name: OpSearchAll}, {Name: OpSearchTerm}, {Name: OpSearchPhrase}, {Name: OpGet},
 				{Name: OpVisibility, Title: "visibility lag (index to searchable)"},

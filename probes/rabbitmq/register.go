@@ -14,6 +14,7 @@ func init() {
 		New:       func(t probes.Target) (probes.Probe, error) { return New(t) },
 		Facts: probes.Facts{
 			Title: "RabbitMQ",
+			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
 			Ops:   []probes.OpFacts{{Name: OpPublish}, {Name: OpConsume}, {Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
 			Panels: []probes.Panel{{
 				Title:        "Confirm latency (publish) vs end-to-end latency (consume), p99",
