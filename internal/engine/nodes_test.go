@@ -25,8 +25,8 @@ var ring = struct {
 	up map[string]bool
 }{up: map[string]bool{"10.0.0.1:9042": true, "10.0.0.2:9042": true}}
 
-func (ringProbe) Prepare(context.Context) error                       { return nil }
-func (ringProbe) Close() error                                        { return nil }
+func (ringProbe) Prepare(context.Context) error                      { return nil }
+func (ringProbe) Close() error                                       { return nil }
 func (ringProbe) Run(context.Context, string, *probes.Outcome) error { return nil }
 func (ringProbe) NodeStates() iter.Seq2[string, bool] {
 	return func(yield func(string, bool) bool) {

@@ -172,8 +172,8 @@ func nodesPanel(be backend) *statetimeline.PanelBuilder {
 		return dashboard.ValueMapping{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText,
 			Options: map[string]dashboard.ValueMappingResult{v: {Text: cog.ToPtr(text), Color: cog.ToPtr(color)}}}}
 	}
-	return statetimeline.NewPanelBuilder().Title(be.Title+" nodes").
-		Description("dbcanary_store_node_up per target and node: up while the target's driver holds a connection to the node that answers, down otherwise. "+
+	return statetimeline.NewPanelBuilder().Title(be.Title + " nodes").
+		Description("dbcanary_store_node_up per target and node: up while the target's driver holds a connection to the node that answers, down otherwise. " +
 			"DbcanaryStoreNodeDown (a warning) fires after 5 minutes down while the target still serves; a target that cannot serve pages DbcanaryTargetDown instead. See docs/clusters.md.").
 		Datasource(ds).Unit("none").Min(0).Max(1).
 		Mappings([]dashboard.ValueMapping{mapping("1", "up", "green"), mapping("0", "down", "red")}).
