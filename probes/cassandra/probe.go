@@ -120,6 +120,14 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	if err != nil {
 		return err
 	}
+	ctx, coords := withCoordinators(ctx)
+	if err := p.run(ctx, s, op, out); err != nil {
+		return nameCoordinators(err, coords.list(), len(s.GetHosts()))
+	}
+	return nil
+}
+
+func (p *Probe) run(ctx context.Context, s *gocql.Session, op string, out *probes.Outcome) (err error) {
 	switch {
 	case op == ledger.OpWrite:
 		return p.ledgerWrite(ctx, s, out)
