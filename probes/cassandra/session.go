@@ -92,7 +92,7 @@ func (p *Probe) connect(ctx context.Context) (*gocql.Session, error) {
 	cl.HostDialer = dialer
 	p.conns = dialer.conns
 	cl.QueryObserver = coordObserver{} // failed ops name their coordinator (coordinator.go)
-	cl.ProtoVersion = 4 // the frame guard parses v4 frames; every Cassandra since 2.2 speaks v4
+	cl.ProtoVersion = 4                // the frame guard parses v4 frames; every Cassandra since 2.2 speaks v4
 	s, err := cl.CreateSession()
 	if err != nil {
 		return nil, p.classify("connect", err)
