@@ -105,7 +105,7 @@ func TestBadConfigs(t *testing.T) {
 		{"duplicate names", "targets:\n  - name: a\n    backend: noop\n  - name: a\n    backend: noop\n", []string{
 			`targets[1].name: "a" is already used by targets[0]`}},
 		{"unknown key in backend section", "targets:" + mq + "      passwd: x\n", []string{
-			`targets[0].rabbitmq.passwd: line 7: unknown field "passwd" (known: connect_timeout, heartbeat, ledger, loss_timeout, max_length, message_size, password_env, password_file, queue_expires, queue_prefix, queue_type, tls, url, urls, username)`}},
+			`targets[0].rabbitmq.passwd: line 7: unknown field "passwd" (known: connect_timeout, heartbeat, ledger, loss_timeout, max_length, message_size, node_check_interval, password_env, password_file, queue_expires, queue_prefix, queue_type, tls, url, urls, username)`}},
 		{"misspelt key in backend section", "targets:" + mq + "      max_lenght: 5\n", []string{
 			`targets[0].rabbitmq.max_lenght: line 7: unknown field "max_lenght" (did you mean "max_length"?)`}},
 		{"wrong type in backend section", "targets:" + mq + "      max_length: lots\n", []string{

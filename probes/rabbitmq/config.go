@@ -43,19 +43,24 @@ type Config struct {
 	// LossTimeout is how long a confirmed message may take to come back
 	// before it is counted as lost (only while connected).
 	LossTimeout time.Duration `yaml:"loss_timeout"`
+	// NodeCheckInterval is how often, given urls, each node the probe is not
+	// connected to is checked with an AMQP handshake (dbcanary_store_node_up);
+	// 0 turns the checks off.
+	NodeCheckInterval time.Duration `yaml:"node_check_interval"`
 	// Ledger configures the durability ledger (ledger.go).
 	Ledger LedgerConfig `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
 var DefaultConfig = Config{
-	ClientAuth:   probes.ClientAuth{ConnectTimeout: 5 * time.Second},
-	Heartbeat:    10 * time.Second,
-	QueueType:    "classic",
-	QueueExpires: 30 * time.Minute,
-	MaxLength:    1000,
-	MessageSize:  1024,
-	LossTimeout:  30 * time.Second,
+	ClientAuth:        probes.ClientAuth{ConnectTimeout: 5 * time.Second},
+	Heartbeat:         10 * time.Second,
+	QueueType:         "classic",
+	QueueExpires:      30 * time.Minute,
+	MaxLength:         1000,
+	MessageSize:       1024,
+	LossTimeout:       30 * time.Second,
+	NodeCheckInterval: 30 * time.Second,
 }
 
 // Minimum body: the header line must fit.
@@ -92,6 +97,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.LossTimeout <= 0 {
 		errs = append(errs, probes.Invalid("loss_timeout", "must be positive"))
+	}
+	if c.NodeCheckInterval != 0 && c.NodeCheckInterval < time.Second {
+		errs = append(errs, probes.Invalid("node_check_interval", "must be 0 (no checks) or at least 1s, got %s", c.NodeCheckInterval))
 	}
 	errs = append(errs, c.validateLedger()...)
 	if len(c.QueuePrefix) > 200 {

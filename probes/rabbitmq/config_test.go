@@ -47,6 +47,8 @@ func TestValidateErrors(t *testing.T) {
 		{"message size", func(c *Config) { c.MessageSize = 10 }, "message_size: must be between 128 and 134217728 bytes, got 10"},
 		{"loss timeout", func(c *Config) { c.LossTimeout = 0 }, "loss_timeout: must be positive"},
 		{"heartbeat", func(c *Config) { c.Heartbeat = -time.Second }, "heartbeat: must not be negative"},
+		{"node check interval", func(c *Config) { c.NodeCheckInterval = 100 * time.Millisecond }, "node_check_interval: must be 0 (no checks) or at least 1s, got 100ms"},
+		{"negative node check interval", func(c *Config) { c.NodeCheckInterval = -time.Second }, "node_check_interval: must be 0 (no checks) or at least 1s, got -1s"},
 		{"queue prefix", func(c *Config) { c.QueuePrefix = strings.Repeat("q", 201) }, "queue_prefix: too long"},
 		{"url and urls", func(c *Config) { c.URLs = []string{"amqp://h1/"} }, "urls: set url (one node) or urls (the nodes of a cluster), not both"},
 		{"urls password", func(c *Config) { c.URL, c.URLs = "", []string{"amqp://h1/", "amqp://u:hunter2@h2/"} }, "urls[1]: must not contain a password: use password_file or password_env"},

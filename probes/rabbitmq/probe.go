@@ -36,6 +36,7 @@ type Probe struct {
 	run       uint64 // random per process: tells this run's messages from older ones
 	ephemeral bool   // a one-shot run: Close deletes the queue
 	led       *ledgerState
+	health    *nodeHealth // each node's last known state (NodeStates)
 
 	mu             sync.Mutex // guards the connection state below
 	conn           *amqp.Connection
@@ -54,6 +55,8 @@ type Probe struct {
 	clock   lossClock
 
 	done      chan struct{}
+	stop      context.Context // cancelled by Close: ends the background node checks
+	cancel    context.CancelFunc
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -91,7 +94,9 @@ func (c *lossClock) alive(conn *amqp.Connection, t time.Time) {
 	}
 }
 
-// New builds the probe; it does no I/O.
+// New builds the probe; it does no I/O itself. Given several nodes (urls),
+// it checks those it is not connected to in the background, every
+// node_check_interval (NodeStates).
 func New(t probes.Target) (*Probe, error) {
 	cfg := *t.Config.(*Config)
 	var urls []string
@@ -135,8 +140,20 @@ func New(t probes.Target) (*Probe, error) {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
 	p.newLedgerState()
+	p.stop, p.cancel = context.WithCancel(context.Background())
+	// One url: the probe's own connection is the node's check. A one-shot
+	// run exports no metrics: no extra connections either.
+	check := len(urls) > 1 && cfg.NodeCheckInterval > 0 && !t.Ephemeral
+	p.health = newNodeHealth(urls, !check, p.logger)
 	p.wg.Add(1)
 	go p.sweepLost()
+	if check {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.health.watch(p.stop, cfg.NodeCheckInterval, p.checkNode)
+		}()
+	}
 	return p, nil
 }
 
@@ -389,9 +406,13 @@ func joinErrors(errs []error) string {
 // node of its cluster, so the consumer follows the connection.
 func (p *Probe) connectNode(ctx context.Context, i int) error {
 	conn, vhost, err := p.dial(ctx, p.urls[i])
+	if ctx.Err() == nil {
+		p.health.dialled(i, err) // a dial cut short by the op's deadline says nothing of the node
+	}
 	if err != nil {
 		return err
 	}
+	closes := conn.NotifyClose(make(chan *amqp.Error, 1))
 	p.conn = conn
 	// Registered before anything is published: the broker sends
 	// connection.blocked when the first publish meets an alarm.
@@ -430,12 +451,25 @@ func (p *Probe) connectNode(ctx context.Context, i int) error {
 	p.pendMu.Unlock()
 	p.wg.Add(1)
 	go p.consume(conn, deliveries)
+	gen := p.health.connectedTo(i)
+	p.wg.Add(1)
+	go p.watchClose(gen, closes)
 	return nil
 }
 
-// dial opens an AMQP connection to the target's vhost on the node at
-// dialURL (a URL without user info).
+// dial opens the probe's AMQP connection to the target's vhost on the node
+// at dialURL (a URL without user info).
 func (p *Probe) dial(ctx context.Context, dialURL string) (*amqp.Connection, string, error) {
+	return p.dialAs(ctx, dialURL, "")
+}
+
+// dialAs is dial for a purpose other than the probe's connection ("node
+// check"), which the connection's name in the broker says.
+func (p *Probe) dialAs(ctx context.Context, dialURL, purpose string) (*amqp.Connection, string, error) {
+	name := fmt.Sprintf("dbcanary %s %s", p.target, p.instance)
+	if purpose != "" {
+		name += " " + purpose
+	}
 	password, err := p.cfg.Password().Value()
 	if err != nil {
 		return nil, "", probes.Fail(probes.CauseAuth, fmt.Errorf("rabbitmq %s: password: %w", dialURL, err))
@@ -449,7 +483,7 @@ func (p *Probe) dial(ctx context.Context, dialURL string) (*amqp.Connection, str
 		Vhost:     uri.Vhost,
 		Heartbeat: p.cfg.Heartbeat,
 		Properties: amqp.Table{
-			"connection_name": fmt.Sprintf("dbcanary %s %s", p.target, p.instance),
+			"connection_name": name,
 			"product":         "dbcanary",
 		},
 		Dial: p.dialer(ctx),
@@ -474,7 +508,7 @@ func (p *Probe) dial(ctx context.Context, dialURL string) (*amqp.Connection, str
 	}
 	conn, err := amqp.DialConfig(dialURL, acfg)
 	if err != nil {
-		return nil, "", p.classifyConnect(uri.Vhost, err)
+		return nil, "", p.classifyConnect(dialURL, uri.Vhost, err)
 	}
 	return conn, uri.Vhost, nil
 }
@@ -615,6 +649,7 @@ func (p *Probe) Close() error {
 
 func (p *Probe) close() error {
 	close(p.done)
+	p.cancel()
 	p.dropLedgerQueue()
 	p.mu.Lock()
 	var delErr, err error
@@ -722,13 +757,19 @@ func (p *Probe) dialer(ctx context.Context) func(network, addr string) (net.Conn
 	}
 }
 
-// classify turns an amqp091 error into a cause with a message naming the target.
+// classify turns an amqp091 error into a cause with a message naming the
+// node connected to.
 func (p *Probe) classify(what string, err error) error {
+	return p.classifyOn(p.nodeURL(), what, err)
+}
+
+// classifyOn is classify for an error on the node at nodeURL.
+func (p *Probe) classifyOn(nodeURL, what string, err error) error {
 	var pe *probes.Error
 	if errors.As(err, &pe) {
 		return err
 	}
-	wrapped := fmt.Errorf("rabbitmq %s: %s: %w", p.nodeURL(), what, err)
+	wrapped := fmt.Errorf("rabbitmq %s: %s: %w", nodeURL, what, err)
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
@@ -770,18 +811,18 @@ func (p *Probe) classify(what string, err error) error {
 	return probes.Fail(probes.CauseOther, wrapped)
 }
 
-// classifyConnect classifies a failed connection handshake: rejected
-// credentials are auth; a user whose login works but who may not open the
-// vhost (no permissions there, or no such vhost) is setup.
-func (p *Probe) classifyConnect(vhost string, err error) error {
+// classifyConnect classifies a failed connection handshake with the node at
+// nodeURL: rejected credentials are auth; a user whose login works but who
+// may not open the vhost (no permissions there, or no such vhost) is setup.
+func (p *Probe) classifyConnect(nodeURL, vhost string, err error) error {
 	var ae *amqp.Error
 	if !errors.As(err, &ae) {
-		if p.cfg.TLS.CertFile == "" && (strings.HasPrefix(p.nodeURL(), "amqps://") || p.cfg.TLS.Configured()) && resetOrEOF(err) {
+		if p.cfg.TLS.CertFile == "" && (strings.HasPrefix(nodeURL, "amqps://") || p.cfg.TLS.Configured()) && resetOrEOF(err) {
 			err = fmt.Errorf("%w (%s)", err, noClientCertHint)
 		}
-		return p.classify("connect", err)
+		return p.classifyOn(nodeURL, "connect", err)
 	}
-	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", p.nodeURL(), err)
+	wrapped := fmt.Errorf("rabbitmq %s: connect: %w", nodeURL, err)
 	switch {
 	case ae == amqp.ErrCredentials, ae == amqp.ErrSASL,
 		ae.Code == amqp.AccessRefused && strings.Contains(strings.ToLower(ae.Reason), "login"):
@@ -789,7 +830,7 @@ func (p *Probe) classifyConnect(vhost string, err error) error {
 	case ae == amqp.ErrVhost, ae.Code == amqp.NotAllowed && strings.Contains(ae.Reason, "vhost"):
 		return probes.Fail(probes.CauseSetup, fmt.Errorf("%w (user %q authenticated but may not use vhost %q: grant permissions there, see docs/rabbitmq.md)", wrapped, p.cfg.Username, vhost))
 	}
-	return p.classify("connect", err)
+	return p.classifyOn(nodeURL, "connect", err)
 }
 
 // noClientCertHint explains a connection reset right after the TLS handshake
