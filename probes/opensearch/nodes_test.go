@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchtransport"
+	"go.uber.org/goleak"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/probes"
@@ -256,4 +257,25 @@ func TestNodeStatesDriverView(t *testing.T) {
 	if d, u := logs.count("opensearch node is down"), logs.count("opensearch node is up again"); d != 1 || u != 1 {
 		t.Errorf("logged %d downs and %d ups, want 1 each:\n%s", d, u, logs.buf.String())
 	}
+}
+
+// TestNodeWatchLeavesNoGoroutine: Close stops the check and closes its
+// connections (test/leak checks the same on a real node).
+func TestNodeWatchLeavesNoGoroutine(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	n := newNode(t)
+	c := DefaultConfig
+	c.Addresses = []string{n.url()}
+	p, err := New(probes.Target{Name: "os", InstanceID: "unit-1", Config: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.nodes.interval = 10 * time.Millisecond
+	p.nodes.start()
+	waitStates(t, p, map[string]bool{n.addr: true}, 5*time.Second, "the node up")
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n.kill()
+	goleak.VerifyNone(t, ignore)
 }
