@@ -83,10 +83,10 @@ func TestHTTPStatusCauses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(http.StatusText(tc.status)+" "+string(tc.want), func(t *testing.T) {
-			var gotAuth string
+			var gotAuth atomic.Value // Prepare's requests and the node check's GET / run at once
 			url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if u, pw, ok := r.BasicAuth(); ok {
-					gotAuth = u + ":" + pw
+					gotAuth.Store(u + ":" + pw)
 				}
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(tc.status)
@@ -110,8 +110,8 @@ func TestHTTPStatusCauses(t *testing.T) {
 					t.Fatalf("%s: error does not name the target: %v", op, err)
 				}
 			}
-			if gotAuth != "canary:secret-pw" {
-				t.Fatalf("server saw basic auth %q, want the configured user and the password file's content", gotAuth)
+			if gotAuth.Load() != "canary:secret-pw" {
+				t.Fatalf("server saw basic auth %q, want the configured user and the password file's content", gotAuth.Load())
 			}
 		})
 	}
