@@ -3,7 +3,9 @@
 package clusters
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,6 +163,19 @@ func TestCassandraNodeFaults(t *testing.T) {
 			fired.Round(time.Second), diff(before.causes, down.causes), down.up, crit, pages(crit, target))
 		if down.up != 0 {
 			t.Errorf("dbcanary_target_up = %v with two nodes of three down, want 0", down.up)
+		}
+		// The errors name the node that coordinated each failed op (the
+		// status page and /status.json show them).
+		msgs := d.statusErrors(t, target)
+		named := 0
+		for _, m := range msgs {
+			if strings.Contains(m, "(coordinator") {
+				named++
+			}
+		}
+		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 kill -9: %d of the %d recent error messages on the status page name a coordinator; e.g. %q", named, len(msgs), first(msgs))
+		if named == 0 {
+			t.Errorf("no failed op's error names its coordinator: %q", msgs)
 		}
 		// One fault, one page: what the shipped Alertmanager inhibition
 		// leaves of the critical alerts is DbcanaryTargetDown alone.
@@ -321,4 +336,44 @@ func TestCassandraFirstContactDownAtStart(t *testing.T) {
 	if err != nil {
 		t.Errorf("dbcanary once with the first contact point down: %v", err)
 	}
+}
+
+// statusErrors are the recent error messages of target's ops on /status.json.
+func (d *daemon) statusErrors(t *testing.T, target string) []string {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var snap struct {
+		Targets []struct {
+			Name string
+			Ops  []struct {
+				Errors []struct{ Message string }
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+		t.Fatalf("status.json: %v", err)
+	}
+	var out []string
+	for _, tg := range snap.Targets {
+		if tg.Name != target {
+			continue
+		}
+		for _, o := range tg.Ops {
+			for _, e := range o.Errors {
+				out = append(out, e.Message)
+			}
+		}
+	}
+	return out
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }
