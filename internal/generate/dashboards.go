@@ -173,7 +173,9 @@ func nodesPanel(be backend) *statetimeline.PanelBuilder {
 			Options: map[string]dashboard.ValueMappingResult{v: {Text: cog.ToPtr(text), Color: cog.ToPtr(color)}}}}
 	}
 	return statetimeline.NewPanelBuilder().Title(be.Title + " nodes").
-		Description("dbcanary_store_node_up per target and node: up while the target's driver holds a connection to the node that answers, down otherwise. " +
+		Description("dbcanary_store_node_up per target and node: up when the target last saw the node answer, down otherwise " +
+			"(Cassandra: the driver's answering connections and gossip; OpenSearch: the client's dead/alive view of each address, or GET / every 30 s with one address; " +
+			"RabbitMQ: the open connection, and an AMQP handshake to each other URL every node_check_interval). " +
 			"DbcanaryStoreNodeDown (a warning) fires after 5 minutes down while the target still serves; a target that cannot serve pages DbcanaryTargetDown instead. See docs/clusters.md.").
 		Datasource(ds).Unit("none").Min(0).Max(1).
 		Mappings([]dashboard.ValueMapping{mapping("1", "up", "green"), mapping("0", "down", "red")}).
