@@ -131,9 +131,11 @@ test-pages: pages-stack
 test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
 
 ## test-compat-clusters: node faults on real 3-node clusters (test/clusters, docs/clusters.md: test/stack/cassandra-cluster.sh, kill -9, toxiproxy, the generated rules on a real Prometheus), not in make test
+CLUSTERS_TABLE ?= $(DBCANARY_STACK_DIR)/artefacts/page-quality-clusters.md
 test-compat-clusters:
-	@mkdir -p $(dir $(FIGURES))
-	DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -v -timeout 40m ./test/clusters/
+	@mkdir -p $(dir $(FIGURES)) && printf '| backend | fault | expected | critical alerts fired (not firing before) | warnings (tickets) | pages | result |\n|---|---|---|---|---|---|---|\n' > $(CLUSTERS_TABLE)
+	@set -o pipefail; DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) CLUSTERS_TABLE_OUT=$(CLUSTERS_TABLE) $(GO) test -tags integration -count=1 -v -timeout 60m ./test/clusters/; rc=$$?; \
+	echo "== page-quality rows of the node faults ($(CLUSTERS_TABLE))"; cat $(CLUSTERS_TABLE); exit $$rc
 
 ## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
 test-compat-stores:

@@ -4,6 +4,7 @@ package clusters
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -71,6 +72,9 @@ func TestCassandraNodeDownWarning(t *testing.T) {
 	if n := minus(crit, pre); len(n) > 0 {
 		t.Errorf("one node of three down paged: %v; %s is a warning", n, generate.AlertStoreNodeDown)
 	}
+	al.pageRow(t, "cassandra", target, fmt.Sprintf("node 2 `kill -9`, held past the warning's `for:`: dbcanary_store_node_up{node=%q} 0 after %s; %s firing %s after the kill (`for:` scaled to 15 s)",
+		addr(2), seen.Round(100*time.Millisecond), generate.AlertStoreNodeDown, firedAfter.Round(time.Second)),
+		"no page; DbcanaryStoreNodeDown (ticket) naming the node", t0, pre, nil)
 
 	took := restartCluster(t, "cassandra-cluster")
 	t1 := time.Now()

@@ -98,6 +98,9 @@ func TestCassandraNodeFaults(t *testing.T) {
 		if after.up != 1 {
 			t.Errorf("dbcanary_target_up = %v with one node down, want 1", after.up)
 		}
+		al.pageRow(t, "cassandra", target, fmt.Sprintf("node 1 (the first contact point) `kill -9`, RF 3 at LOCAL_QUORUM; %v failed at the kill, then %v ops ok and %v failed over %s",
+			total(diff(before.causes, settled.causes)), total(diff(settled.ok, after.ok)), total(diff(settled.causes, after.causes)), after.at.Sub(settled.at).Round(time.Second)),
+			"no page", t0, pre, nil)
 		took := restartCluster(t, "cassandra-cluster")
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after node 1 is back")
 		t.Logf("node 1 restarted in %s; failures while it came back: %v", took.Round(100*time.Millisecond), diff(after.causes, back.causes))
@@ -130,8 +133,13 @@ func TestCassandraNodeFaults(t *testing.T) {
 		}
 		t.Cleanup(remove)
 		before := d.snap(t, target)
+		pre := al.firing(t, "critical")
 		after := d.waitOK(t, target, before, ops, 60, 3*time.Minute, "60 successes of each op with node 3 slowed")
 		crit, warn := al.firedSince(t, "critical", t0), al.firedSince(t, "warning", t0)
+		al.pageRow(t, "cassandra", target, fmt.Sprintf("node 3 slowed ×4 (toxiproxy +%s on its answers); mean insert %s → %s, read %s → %s; %v failed",
+			added, meanOK(base, ref, "insert").Round(100*time.Microsecond), meanOK(before, after, "insert").Round(100*time.Microsecond),
+			meanOK(base, ref, "read").Round(100*time.Microsecond), meanOK(before, after, "read").Round(100*time.Microsecond), total(diff(before.causes, after.causes))),
+			"no page at production latencies (LatencyAboveBaseline only if ×4 crosses the reference's absolute p99)", t0, pre, nil)
 		remove()
 		stack.Figure(t, "Cassandra 3 nodes, node 3 slowed (+%s per answer, healthy mean op latency %s): mean latency insert %s -> %s, read %s -> %s; failures %v; critical alerts %v, warnings %v",
 			added, healthyMean.Round(10*time.Microsecond), meanOK(base, ref, "insert").Round(10*time.Microsecond), meanOK(before, after, "insert").Round(10*time.Microsecond),
@@ -164,6 +172,9 @@ func TestCassandraNodeFaults(t *testing.T) {
 		if down.up != 0 {
 			t.Errorf("dbcanary_target_up = %v with two nodes of three down, want 0", down.up)
 		}
+		al.pageRow(t, "cassandra", target, fmt.Sprintf("nodes 1 and 2 `kill -9` (two of three): failures %v; DbcanaryTargetDown firing %s after the kill (`for:` scaled to 6 s)",
+			diff(before.causes, down.causes), fired.Round(time.Second)),
+			"DbcanaryTargetDown alone", t0, pre, []string{"DbcanaryTargetDown{target=" + target + "}"})
 		// The errors name the node that coordinated each failed op (the
 		// status page and /status.json show them).
 		msgs := d.statusErrors(t, target)

@@ -381,3 +381,53 @@ func clusterScript(t *testing.T, script string, env []string, args ...string) {
 		t.Fatalf("%s.sh %v: %v\n%s", script, args, err, out)
 	}
 }
+
+// pageRow records one node fault's row of the page-quality table
+// (docs/page-quality.md, "Node faults on 3-node clusters"): the critical
+// alerts of target that fired since t0 and were not already firing before
+// (pre), what of them reaches the pager once the shipped inhibition is
+// applied (pages), the warnings (tickets), and whether the pages are exactly
+// want ("one fault, one page"; none for a fault the cluster tolerates). The
+// row is printed and, under make test-compat-clusters, appended to
+// $CLUSTERS_TABLE_OUT. It asserts nothing: each test checks its own
+// expectations.
+func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string, t0 time.Time, pre, want []string) {
+	t.Helper()
+	mine := func(alerts []string) []string {
+		var out []string
+		for _, x := range alerts {
+			if strings.Contains(x, "target="+target) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	crit := mine(minus(a.firedSince(t, "critical", t0), pre))
+	warn := mine(a.firedSince(t, "warning", t0))
+	got := pages(crit, target)
+	result := "ok"
+	if !slices.Equal(got, want) {
+		result = fmt.Sprintf("**not as expected** (want %v)", want)
+	}
+	dash := func(s []string) string {
+		if len(s) == 0 {
+			return "—"
+		}
+		return strings.Join(s, ", ")
+	}
+	row := fmt.Sprintf("| %s | %s | %s | %s | %s | %d | %s |", backend, fault, expected, dash(crit), dash(warn), len(got), result)
+	t.Log(row)
+	path := os.Getenv("CLUSTERS_TABLE_OUT")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("clusters table: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, row); err != nil {
+		t.Errorf("clusters table: %v", err)
+	}
+}
