@@ -212,9 +212,15 @@ func (p *Probe) consumerDown(intended time.Time, err error) {
 	if up {
 		return // the consumer still works: only the publish failed
 	}
+	// With urls the error names the nodes tried; the last of them, which
+	// nodeURL holds, is not where the consumer was.
+	where := "rabbitmq"
+	if len(p.urls) == 1 {
+		where += " " + p.nodeURL()
+	}
 	now := time.Now()
 	p.report.Report(OpConsume, intended, now, now, nil,
-		probes.Fail(probes.CauseOf(err), fmt.Errorf("rabbitmq %s: consumer of queue %s not connected: %w", p.nodeURL(), p.queue, err)))
+		probes.Fail(probes.CauseOf(err), fmt.Errorf("%s: consumer of queue %s not connected: %w", where, p.queue, err)))
 }
 
 func (p *Probe) publishOne(ctx context.Context, intended time.Time, out *probes.Outcome) error {
