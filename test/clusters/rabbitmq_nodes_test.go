@@ -255,6 +255,12 @@ func TestRabbitMQClassicQueue(t *testing.T) {
 	t0 := time.Now()
 	rabbitmqNode(home).kill9(t)
 	t.Cleanup(func() { restartCluster(t, "rabbitmq-cluster") })
+	// The connected node's gauge follows its connection, not the checks.
+	enginetest.WaitFor(t, 3*time.Minute, fmt.Sprintf("node %d at 0 in dbcanary_store_node_up", home), func() bool {
+		v, ok := d.nodes(t, target)[rabbitmqAddr(t, home)]
+		return ok && v == 0
+	})
+	gaugeDown := time.Since(t0)
 	var fired time.Duration
 	waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
 	// Let the outage run for 10 more failed publishes: the steady error,
@@ -275,8 +281,8 @@ func TestRabbitMQClassicQueue(t *testing.T) {
 		}
 	}
 	nodes := d.nodes(t, target)
-	stack.Figure(t, "RabbitMQ 3 nodes, classic queue, urls of the 3 nodes, node %d (the queue's home and the connected node) kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05); failures %v; dbcanary_target_up %v; dbcanary_store_node_up %v; critical alerts %v, pages after the shipped inhibition %v (firing before: %v), warnings %v; latest publish error %q",
-		home, fired.Round(time.Second), diff(before.causes, down.causes), down.up, nodes, crit, pages(minus(crit, pre), target), pre, warn, latest)
+	stack.Figure(t, "RabbitMQ 3 nodes, classic queue, urls of the 3 nodes, node %d (the queue's home and the connected node) kill -9: its dbcanary_store_node_up 0 after %s; DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05); failures %v; dbcanary_target_up %v; dbcanary_store_node_up %v; critical alerts %v, pages after the shipped inhibition %v (firing before: %v), warnings %v; latest publish error %q",
+		home, gaugeDown.Round(100*time.Millisecond), fired.Round(time.Second), diff(before.causes, down.causes), down.up, nodes, crit, pages(minus(crit, pre), target), pre, warn, latest)
 	if got := pages(minus(crit, pre), target); !slices.Equal(got, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
 		t.Errorf("pages with the classic queue's node down: %v (critical alerts %v), want DbcanaryTargetDown alone", got, crit)
 	}
