@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -430,4 +431,19 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 	if _, err := fmt.Fprintln(f, row); err != nil {
 		t.Errorf("clusters table: %v", err)
 	}
+}
+
+// startToxiproxy starts a toxiproxy of the test's own (free port, temp
+// stack dir using the stack's binary, stopped when the test ends).
+func startToxiproxy(t *testing.T) *toxiproxy.Client {
+	t.Helper()
+	if out, err := stack.Script("toxiproxy", "install"); err != nil {
+		t.Fatalf("toxiproxy.sh install: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(stack.DataDir(), "bin"), filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	env := startPrivate(t, "toxiproxy", dir, fmt.Sprintf("DBCANARY_TOXIPROXY_PORT=%d", stack.FreePort(t)))
+	return toxiproxy.NewClient(env.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
 }

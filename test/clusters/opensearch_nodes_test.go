@@ -5,8 +5,6 @@ package clusters
 import (
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +91,9 @@ func TestOpenSearchNodeDownWarning(t *testing.T) {
 	if n := minus(crit, pre); len(n) > 0 {
 		t.Errorf("one node of three down paged: %v; %s is a warning", n, generate.AlertStoreNodeDown)
 	}
+	al.pageRow(t, "opensearch", target, fmt.Sprintf("node 2 `kill -9`, held past the warning's `for:`: dbcanary_store_node_up{node=%q} 0 after %s; %s firing %s after the kill (`for:` scaled to 15 s)",
+		addr[1], seen.Round(100*time.Millisecond), generate.AlertStoreNodeDown, firedAfter.Round(time.Second)),
+		"no page; DbcanaryStoreNodeDown (ticket) naming the node", t0, pre, nil)
 
 	took := restartCluster(t, "opensearch-cluster")
 	t1 := time.Now()
@@ -106,21 +107,6 @@ func TestOpenSearchNodeDownWarning(t *testing.T) {
 	stack.Figure(t, "OpenSearch 3 nodes, node 2 back (restarted in %s): dbcanary_store_node_up 1 again %s after the restart (the driver's resurrection), %s resolved %s after it; failures while it came back %v; critical alerts since the kill %v",
 		took.Round(100*time.Millisecond), upAgain.Round(100*time.Millisecond), generate.AlertStoreNodeDown, resolved.Round(time.Second),
 		diff(after.causes, back.causes), minus(al.firedSince(t, "critical", t0), pre))
-}
-
-// startToxiproxy starts a toxiproxy of the test's own (free port, temp
-// stack dir using the stack's binary, stopped when the test ends).
-func startToxiproxy(t *testing.T) *toxiproxy.Client {
-	t.Helper()
-	if out, err := stack.Script("toxiproxy", "install"); err != nil {
-		t.Fatalf("toxiproxy.sh install: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(stack.DataDir(), "bin"), filepath.Join(dir, "bin")); err != nil {
-		t.Fatal(err)
-	}
-	env := startPrivate(t, "toxiproxy", dir, fmt.Sprintf("DBCANARY_TOXIPROXY_PORT=%d", stack.FreePort(t)))
-	return toxiproxy.NewClient(env.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
 }
 
 // TestOpenSearchWhichNode is "which node" of issue 21 for OpenSearch: one

@@ -74,6 +74,9 @@ func TestOpenSearchNodeFaults(t *testing.T) {
 		if n := minus(crit, pre); len(n) > 0 {
 			t.Errorf("one node of three down fired critical alerts: %v", n)
 		}
+		al.pageRow(t, "opensearch", target, fmt.Sprintf("node 1 (the first address) `kill -9`, 1 replica; %v failed at the kill, then %v ops ok and %v failed over %s",
+			total(diff(before.causes, settled.causes)), total(diff(settled.ok, after.ok)), total(diff(settled.causes, after.causes)), after.at.Sub(settled.at).Round(time.Second)),
+			"no page", t0, pre, nil)
 		took := restartCluster(t, "opensearch-cluster")
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after node 1 is back")
 		t.Logf("node 1 restarted in %s; failures while it came back: %v", took.Round(100*time.Millisecond), diff(after.causes, back.causes))
@@ -96,6 +99,9 @@ func TestOpenSearchNodeFaults(t *testing.T) {
 		if got := pages(crit, target); !slices.Equal(got, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
 			t.Errorf("pages with two nodes down: %v (critical alerts %v), want DbcanaryTargetDown alone (one fault, one page)", got, crit)
 		}
+		al.pageRow(t, "opensearch", target, fmt.Sprintf("nodes 1 and 2 `kill -9` (no cluster-manager quorum): failures %v; DbcanaryTargetDown firing %s after the kill (`for:` scaled to 6 s)",
+			diff(before.causes, down.causes), fired.Round(time.Second)),
+			"DbcanaryTargetDown alone", t0, pre, []string{"DbcanaryTargetDown{target=" + target + "}"})
 		took := restartCluster(t, "opensearch-cluster")
 		t1 := time.Now()
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after both nodes are back")

@@ -197,6 +197,9 @@ func TestRabbitMQNodeDownWarning(t *testing.T) {
 	if n := minus(crit, pre); len(n) > 0 {
 		t.Errorf("one node of three down paged: %v; %s is a warning", n, generate.AlertStoreNodeDown)
 	}
+	al.pageRow(t, "rabbitmq", target, fmt.Sprintf("node %d, not the connected one, `kill -9` (`urls:` of the three, quorum queue), held past the warning's `for:`: dbcanary_store_node_up{node=%q} 0 after %s (the next check); %s firing %s after the kill (`for:` scaled to 15 s); %v failed",
+		killed, addr, seen.Round(100*time.Millisecond), generate.AlertStoreNodeDown, firedAfter.Round(time.Second), total(diff(before.causes, after.causes))),
+		"no page; DbcanaryStoreNodeDown (ticket) naming the node", t0, pre, nil)
 	if !nodeDownLog(addr).MatchString(d.logs.String()) {
 		t.Errorf("the log does not say node %s is down", addr)
 	}
@@ -286,6 +289,9 @@ func TestRabbitMQClassicQueue(t *testing.T) {
 	if got := pages(minus(crit, pre), target); !slices.Equal(got, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
 		t.Errorf("pages with the classic queue's node down: %v (critical alerts %v), want DbcanaryTargetDown alone", got, crit)
 	}
+	al.pageRow(t, "rabbitmq", target, fmt.Sprintf("node %d, the **classic** queue's node and the connected one, `kill -9` (`urls:` of the three): failures %v (cause server: the queue's home node is down); DbcanaryTargetDown firing %s after the kill",
+		home, diff(before.causes, down.causes), fired.Round(time.Second)),
+		"DbcanaryTargetDown alone, no data-loss page (a classic queue lives on one node)", t0, pre, []string{"DbcanaryTargetDown{target=" + target + "}"})
 	if n := diff(before.causes, down.causes)["publish/server"]; n == 0 {
 		t.Errorf("no publish failed with cause server: %v", diff(before.causes, down.causes))
 	}
@@ -318,20 +324,6 @@ func TestRabbitMQClassicQueue(t *testing.T) {
 	}
 }
 
-// rabbitmqToxiproxy starts a toxiproxy of the test's own (its own directory
-// and API port, the binary of $DBCANARY_STACK_DIR/bin, as cassandra-cluster.sh
-// does for its proxies), stopped when the test ends.
-func rabbitmqToxiproxy(t *testing.T) *toxiproxy.Client {
-	t.Helper()
-	clusterScript(t, "toxiproxy", nil, "install")
-	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(stack.DataDir(), "bin"), filepath.Join(dir, "bin")); err != nil {
-		t.Fatal(err)
-	}
-	env := startPrivate(t, "toxiproxy", dir, fmt.Sprintf("DBCANARY_TOXIPROXY_PORT=%d", stack.FreePort(t)))
-	return toxiproxy.NewClient(env.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
-}
-
 // TestRabbitMQWhichNode is "which node" of issue 21 for RabbitMQ: one target
 // per node, each with that node alone as url, reached through a proxy of its
 // own (client <-> node; the nodes talk to each other directly), quorum
@@ -340,7 +332,7 @@ func rabbitmqToxiproxy(t *testing.T) *toxiproxy.Client {
 // and 2's do not, and no op fails: the slow node is named by its target.
 func TestRabbitMQWhichNode(t *testing.T) {
 	rabbitmq = useCluster(t, "rabbitmq-cluster")
-	tp := rabbitmqToxiproxy(t)
+	tp := startToxiproxy(t)
 	var targets, names []string
 	proxies := map[string]*toxiproxy.Proxy{}
 	for i := 1; i <= 3; i++ {

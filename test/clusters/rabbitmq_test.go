@@ -84,6 +84,9 @@ func TestRabbitMQNodeFaults(t *testing.T) {
 		if n := minus(crit, pre); len(n) > 0 {
 			t.Errorf("one node of three down fired critical alerts: %v", n)
 		}
+		al.pageRow(t, "rabbitmq", target, fmt.Sprintf("node 3 `kill -9` (quorum queue, one `url` on node 1); %v failed at the kill, then %v ops ok and %v failed over %s",
+			total(diff(before.causes, settled.causes)), total(diff(settled.ok, after.ok)), total(diff(settled.causes, after.causes)), after.at.Sub(settled.at).Round(time.Second)),
+			"no page", t0, pre, nil)
 		took := restartCluster(t, "rabbitmq-cluster")
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after node 3 is back")
 		t.Logf("node 3 restarted in %s; failures while it came back: %v", took.Round(100*time.Millisecond), diff(after.causes, back.causes))
@@ -106,6 +109,9 @@ func TestRabbitMQNodeFaults(t *testing.T) {
 		if got := pages(crit, target); !slices.Equal(got, []string{"DbcanaryTargetDown{target=" + target + "}"}) {
 			t.Errorf("pages with two nodes down: %v (critical alerts %v), want DbcanaryTargetDown alone (one fault, one page)", got, crit)
 		}
+		al.pageRow(t, "rabbitmq", target, fmt.Sprintf("nodes 2 and 3 `kill -9` (the quorum queue loses its majority): failures %v; DbcanaryTargetDown firing %s after the kill (`for:` scaled to 6 s)",
+			diff(before.causes, down.causes), fired.Round(time.Second)),
+			"DbcanaryTargetDown alone", t0, pre, []string{"DbcanaryTargetDown{target=" + target + "}"})
 		took := restartCluster(t, "rabbitmq-cluster")
 		t1 := time.Now()
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after both nodes are back")
@@ -134,6 +140,9 @@ func TestRabbitMQNodeFaults(t *testing.T) {
 		if err != nil {
 			t.Errorf("dbcanary once through node 2 with node 1 down: %v\n%s", err, out)
 		}
+		al.pageRow(t, "rabbitmq", target, fmt.Sprintf("node 1, the only `url`'s node, `kill -9` while the cluster serves (`dbcanary once` through node 2: exit %v): failures %v; DbcanaryTargetDown firing %s after the kill",
+			err, diff(before.causes, down.causes), fired.Round(time.Second)),
+			"DbcanaryTargetDown alone: the canary's single url is down (use `urls:`)", t0, pre, []string{"DbcanaryTargetDown{target=" + target + "}"})
 		took := restartCluster(t, "rabbitmq-cluster")
 		t1 := time.Now()
 		d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after node 1 is back")

@@ -130,6 +130,9 @@ func TestRabbitMQURLsFailover(t *testing.T) {
 		if slices.Contains(minus(crit, pre), "DbcanaryTargetDown{target="+target+"}") {
 			t.Errorf("DbcanaryTargetDown fired with one node down and urls of all three: critical alerts %v", crit)
 		}
+		al.pageRow(t, "rabbitmq", target, fmt.Sprintf("node %d, the connected node, `kill -9` (`urls:` of the three, quorum queue): %v failed at the switch, ops on %s %s after the kill, then %v failed",
+			killed, total(atSwitch), to, settled.at.Sub(t0).Round(time.Second), total(diff(settled.causes, after.causes))),
+			"no page", t0, pre, nil)
 		if !regexp.MustCompile(`msg="the connection to the RabbitMQ node is closed: reconnecting, next node first"[^\n]*? node=` + regexp.QuoteMeta(from)).MatchString(d.logs.String()) {
 			t.Errorf("the log does not say the connection to %s closed", from)
 		}
