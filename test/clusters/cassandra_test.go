@@ -164,7 +164,7 @@ func TestCassandraNodeFaults(t *testing.T) {
 		cassandraNode(1).kill9(t)
 		cassandraNode(2).kill9(t)
 		var fired time.Duration
-		waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
+		waitTargetDown(t, al, d, target, before, 3*time.Minute, func() { fired = time.Since(t0) })
 		down := d.snap(t, target)
 		crit := al.firedSince(t, "critical", t0)
 		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05: for: 2m -> 6s); failures %v; dbcanary_target_up %v; critical alerts %v, pages after the shipped inhibition %v",
@@ -202,19 +202,6 @@ func TestCassandraNodeFaults(t *testing.T) {
 		stack.Figure(t, "Cassandra 3 nodes, nodes 1 and 2 back (restarted in %s): ops succeed again after %s, no critical alert firing %s after the restart; dbcanary_target_up %v",
 			took.Round(100*time.Millisecond), back.at.Sub(t1).Round(time.Second), cleared.Round(time.Second), d.snap(t, target).up)
 	})
-}
-
-// waitFiring waits until alert (as firedSince names it) fires, then calls at.
-func waitFiring(t *testing.T, al *alerting, timeout time.Duration, alert string, at func()) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !slices.Contains(al.firing(t, "critical"), alert) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not firing after %s (critical alerts firing: %v)", alert, timeout, al.firing(t, "critical"))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	at()
 }
 
 // waitQuiet waits until no critical alert fires but those in before (the

@@ -447,3 +447,22 @@ func startToxiproxy(t *testing.T) *toxiproxy.Client {
 	env := startPrivate(t, "toxiproxy", dir, fmt.Sprintf("DBCANARY_TOXIPROXY_PORT=%d", stack.FreePort(t)))
 	return toxiproxy.NewClient(env.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
 }
+
+// waitTargetDown waits until DbcanaryTargetDown fires for target, then calls
+// at; on timeout it fails with what the daemon saw since before (ops ok and
+// failed, target_up, nodes), which tells a store that kept serving from a
+// canary that stopped running ops.
+func waitTargetDown(t *testing.T, al *alerting, d *daemon, target string, before snapshot, timeout time.Duration, at func()) {
+	t.Helper()
+	alert := "DbcanaryTargetDown{target=" + target + "}"
+	deadline := time.Now().Add(timeout)
+	for !slices.Contains(al.firing(t, "critical"), alert) {
+		if time.Now().After(deadline) {
+			now := d.snap(t, target)
+			t.Fatalf("%s not firing after %s (critical alerts firing: %v); since the fault: ok %v, failed %v, dbcanary_target_up %v, dbcanary_store_node_up %v",
+				alert, timeout, al.firing(t, "critical"), diff(before.ok, now.ok), diff(before.causes, now.causes), now.up, d.nodes(t, target))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	at()
+}

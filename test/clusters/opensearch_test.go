@@ -89,7 +89,7 @@ func TestOpenSearchNodeFaults(t *testing.T) {
 		node(1).kill9(t)
 		node(2).kill9(t)
 		var fired time.Duration
-		waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
+		waitTargetDown(t, al, d, target, before, 3*time.Minute, func() { fired = time.Since(t0) })
 		down := d.snap(t, target)
 		crit := al.firedSince(t, "critical", t0)
 		stack.Figure(t, "OpenSearch 3 nodes, nodes 1 and 2 kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05); failures %v; dbcanary_target_up %v; critical alerts %v, pages after the shipped inhibition %v",

@@ -265,7 +265,7 @@ func TestRabbitMQClassicQueue(t *testing.T) {
 	})
 	gaugeDown := time.Since(t0)
 	var fired time.Duration
-	waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
+	waitTargetDown(t, al, d, target, before, 3*time.Minute, func() { fired = time.Since(t0) })
 	// Let the outage run for 10 more failed publishes: the steady error,
 	// not only the one at the kill.
 	var down snapshot

@@ -99,7 +99,7 @@ func TestRabbitMQNodeFaults(t *testing.T) {
 		rabbitmqNode(2).kill9(t)
 		rabbitmqNode(3).kill9(t)
 		var fired time.Duration
-		waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
+		waitTargetDown(t, al, d, target, before, 3*time.Minute, func() { fired = time.Since(t0) })
 		down := d.snap(t, target)
 		crit := al.firedSince(t, "critical", t0)
 		stack.Figure(t, "RabbitMQ 3 nodes, quorum queue, nodes 2 and 3 kill -9: DbcanaryTargetDown firing %s after the kill (rules time-scaled 0.05); failures %v; dbcanary_target_up %v; critical alerts %v, pages after the shipped inhibition %v",
@@ -127,7 +127,7 @@ func TestRabbitMQNodeFaults(t *testing.T) {
 		t0 := time.Now()
 		rabbitmqNode(1).kill9(t)
 		var fired time.Duration
-		waitFiring(t, al, 3*time.Minute, "DbcanaryTargetDown{target="+target+"}", func() { fired = time.Since(t0) })
+		waitTargetDown(t, al, d, target, before, 3*time.Minute, func() { fired = time.Since(t0) })
 		down := d.snap(t, target)
 		// The cluster still serves: the same canary through node 2.
 		file := filepath.Join(t.TempDir(), "once.yaml")
