@@ -389,6 +389,7 @@ func checkPage(t *testing.T, dom string, snap status.Snapshot, stopped string, s
 			t.Errorf("target %s: namespace %q or backend not shown", ts.Name, ts.Namespace)
 		}
 		checkLedgerRow(t, ts, sec[1])
+		checkNodes(t, ts, sec[1])
 		if ts.Name != stopped {
 			if sec[0] != "ok" || strings.Contains(sec[1], `class="state failing"`) {
 				t.Errorf("target %s shows %s, want ok", ts.Name, sec[0])
@@ -646,4 +647,34 @@ func TestStatusPageBasicAuth(t *testing.T) {
 	authURL := "http://" + d.user + ":" + d.pass + "@" + strings.TrimPrefix(d.base, "http://") + "/"
 	dom, _ := browse(t, authURL, "broker-stopped", true)
 	checkPage(t, dom, snap, "mq-own", f.secrets)
+}
+
+// checkNodes: a Cassandra, OpenSearch or RabbitMQ target lists its store's
+// nodes under its namespace (dbcanary_store_node_up's view), every node
+// named, a down one in the "node down" line.
+func checkNodes(t *testing.T, ts status.TargetStatus, sec string) {
+	t.Helper()
+	switch ts.Backend {
+	case "cassandra", "opensearch", "rabbitmq":
+	default:
+		if len(ts.Nodes) > 0 {
+			t.Errorf("target %s (%s) lists nodes %v", ts.Name, ts.Backend, ts.Nodes)
+		}
+		return
+	}
+	if len(ts.Nodes) == 0 {
+		t.Errorf("target %s (%s) lists no node in /status.json", ts.Name, ts.Backend)
+		return
+	}
+	if !strings.Contains(sec, `class="nodes`) {
+		t.Errorf("target %s: no nodes line on the page", ts.Name)
+	}
+	for _, n := range ts.Nodes {
+		if !strings.Contains(sec, n.Node) {
+			t.Errorf("target %s: node %s not on the page", ts.Name, n.Node)
+		}
+		if !n.Up && !strings.Contains(sec, "down: <code>"+n.Node+"</code>") {
+			t.Errorf("target %s: node %s is down in /status.json, not on the page", ts.Name, n.Node)
+		}
+	}
 }
