@@ -200,6 +200,19 @@ func PromTests(b *baseline.File, rules *RuleFile, ruleFile string) (*PromTestFil
 		[]AlertTest{none("10m", AlertStoreNodeDown)})
 	group("store node back", []Series{{sel("dbcanary_target_up", tl), "1x20"}, {sel("dbcanary_store_node_up", node("10.0.0.11:9042")), "1 0x3 1x20"}},
 		[]AlertTest{none("3m", AlertStoreNodeDown), none("10m", AlertStoreNodeDown)})
+	// Two nodes of three down from 1m while the target is still served (an
+	// OpenSearch node alone without a cluster manager): a page after 2m; one
+	// of three: none; two of three with the target down: TargetDown's page only.
+	three := func(up1, up2, up3 string) []Series {
+		return []Series{{sel("dbcanary_store_node_up", node("10.0.0.11:9042")), up1},
+			{sel("dbcanary_store_node_up", node("10.0.0.12:9042")), up2}, {sel("dbcanary_store_node_up", node("10.0.0.13:9042")), up3}}
+	}
+	group("majority of the store's nodes down while the target serves", append(three("1 0x20", "1 0x20", "1x20"), Series{sel("dbcanary_target_up", tl), "1x20"}),
+		[]AlertTest{none("2m", AlertStoreMajorityDown), fires("4m", AlertStoreMajorityDown, e.expect(AlertStoreMajorityDown, merge(tl, "severity", "critical"), "2"))})
+	group("one node of three down: no page", append(three("1 0x20", "1x20", "1x20"), Series{sel("dbcanary_target_up", tl), "1x20"}),
+		[]AlertTest{none("10m", AlertStoreMajorityDown)})
+	group("majority down with the target down: TargetDown's page only", append(three("1 0x20", "1 0x20", "1x20"), Series{sel("dbcanary_target_up", tl), "1 0x20"}),
+		[]AlertTest{none("10m", AlertStoreMajorityDown)})
 
 	// Successes every minute until 5m, then none: at 15m the last was 10m ago.
 	rate1 := Series{sel("dbcanary_op_expected_rate", op), "1x30"}

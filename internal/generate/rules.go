@@ -129,12 +129,13 @@ const (
 	AlertLatencyAboveBaseline = "DbcanaryLatencyAboveBaseline"
 	AlertTLSCertExpiring      = "DbcanaryTLSCertificateExpiring"
 	AlertStoreNodeDown        = "DbcanaryStoreNodeDown"
+	AlertStoreMajorityDown    = "DbcanaryStoreMajorityDown"
 )
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
 var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
-	AlertLatencyAboveBaseline, AlertTLSCertExpiring, AlertStoreNodeDown}
+	AlertLatencyAboveBaseline, AlertTLSCertExpiring, AlertStoreNodeDown, AlertStoreMajorityDown}
 
 // wholeValue renders a count an alert read with increase(): Prometheus
 // extrapolates increase() to the window's edges (4 events can read 4.315),
@@ -271,6 +272,15 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 		"{{ $labels.backend }} node {{ $labels.node }} of target {{ $labels.target }} is down",
 		"The driver of {{ $labels.target }} sees node {{ $labels.node }} down (dbcanary_store_node_up = {{ $value }}; baseline: 1) while the target still serves through the other nodes: one more node lost may stop it. Check the node's process and its logs; the status page (/) shows the target's ops."))
 	// The gauge exists only for targets whose driver knows the store's nodes.
+	al.Rules[len(al.Rules)-1].Comment = "pint disable promql/series(dbcanary_store_node_up)"
+	// More than half the nodes a target knows down while it still serves:
+	// the store lost its quorum (an OpenSearch cluster without a cluster
+	// manager blocks only metadata writes, and a lone node holding the
+	// canary's primary goes on serving it: docs/clusters.md). A page; a
+	// target that is down pages DbcanaryTargetDown instead.
+	add(&al, alert(AlertStoreMajorityDown, `count without (node) (dbcanary_store_node_up == 0) > count without (node) (dbcanary_store_node_up) / 2 unless ignoring (node) dbcanary_target_up == 0`, 2*time.Minute, "critical",
+		"{{ $labels.backend }} target {{ $labels.target }}: most of its store's nodes are down",
+		"{{ $value }} of the nodes {{ $labels.target }} knows are down (dbcanary_store_node_up; baseline: none) while the canary is still served: the store has lost its quorum (an OpenSearch cluster without a cluster manager, a Cassandra ring whose QUORUM cannot be met for some keys, a RabbitMQ cluster without a majority). The next write that needs a quorum, an index creation or a mapping change fails. The status page (/) names the nodes; DbcanaryStoreNodeDown names each."))
 	al.Rules[len(al.Rules)-1].Comment = "pint disable promql/series(dbcanary_store_node_up)"
 	add(&al, alert(AlertTargetMisconfigured, `dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is misconfigured: credentials or permissions",

@@ -273,7 +273,7 @@ func minus(a, b []string) []string {
 // inhibitedByTargetDown are the alerts alerts/alertmanager.yml inhibits
 // while DbcanaryTargetDown fires for the same target: the operator is not
 // paged for them then.
-var inhibitedByTargetDown = []string{"DbcanaryErrorRatioHigh", "DbcanaryErrorBudgetBurn", "DbcanaryCanaryStale",
+var inhibitedByTargetDown = []string{"DbcanaryErrorRatioHigh", "DbcanaryErrorBudgetBurn", "DbcanaryCanaryStale", "DbcanaryStoreMajorityDown",
 	"DbcanaryLatencyAboveBaseline", "DbcanaryBacklog", "DbcanaryLatencyDrift"}
 
 // pages is what reaches the pager of the alerts in crit once the shipped
