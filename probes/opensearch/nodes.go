@@ -47,6 +47,9 @@ type watchedNode struct {
 	key   string // scheme://host: how the driver's connection to it is matched
 	url   string // the address with a trailing /: GET / of the check
 	state atomic.Int32
+	// checked is when the watch last asked GET / of a node the driver holds
+	// dead (the watch's goroutine only).
+	checked time.Time
 }
 
 // nodeWatch keeps each address's state up to date in the background, so
@@ -76,7 +79,9 @@ func (p *Probe) newNodeWatch(tr http.RoundTripper) *nodeWatch {
 	}
 	if len(w.nodes) > 1 {
 		w.interval = driverInterval
-		w.round = func(context.Context) { w.fromDriver(p.client.Client.Metrics) }
+		w.round = func(ctx context.Context) {
+			w.fromDriver(ctx, p.client.Client.Metrics, func(ctx context.Context, u string) error { return p.checkNode(ctx, tr, u) })
+		}
 		return w
 	}
 	w.interval = checkInterval
@@ -125,9 +130,14 @@ func (p *Probe) NodeStates() iter.Seq2[string, bool] {
 // errDriverDead is the reason logged for a node the driver marked dead.
 var errDriverDead = errors.New("the client marked it dead: a request to it failed and its health check (GET /) has not passed since")
 
-// fromDriver sets each node from the driver's connections: up unless dead.
-// A node the driver does not list keeps its state.
-func (w *nodeWatch) fromDriver(metrics func() (opensearchtransport.Metrics, error)) {
+// fromDriver sets each node from the driver's connections: up unless dead,
+// and a node the driver holds dead is asked GET / itself (at once when it
+// goes dead, then every checkInterval): down only if that gets no answer or
+// a 5xx. The driver's own health check wants a 200, which a least-privilege
+// canary user without cluster:monitor/main never gets (403): the driver
+// would hold a node that failed one request dead for ever, and the gauge
+// with it (a false ticket, and with two such nodes a false page).
+func (w *nodeWatch) fromDriver(ctx context.Context, metrics func() (opensearchtransport.Metrics, error), check func(ctx context.Context, url string) error) {
 	m, _ := metrics() // an error comes from optional callbacks; the connections are still listed
 	dead := map[string]bool{}
 	for _, c := range m.Connections {
@@ -146,15 +156,24 @@ func (w *nodeWatch) fromDriver(metrics func() (opensearchtransport.Metrics, erro
 		switch {
 		case !listed:
 		case d:
-			w.set(n, errDriverDead)
+			if n.state.Load() != nodeDown || time.Since(n.checked) >= checkInterval {
+				n.checked = time.Now()
+				err := check(ctx, n.url)
+				if ctx.Err() != nil {
+					return // stopped: a cancelled check says nothing of the node
+				}
+				if err != nil {
+					err = fmt.Errorf("%w; GET /: %w", errDriverDead, err)
+				}
+				w.set(n, err)
+			}
 		default:
 			w.set(n, nil)
 		}
 	}
 }
 
-// checkNode is GET / on one node: up if it answers 200, as the driver's own
-// health check decides.
+// checkNode is GET / on one node: up if it answers below 500.
 func (p *Probe) checkNode(ctx context.Context, tr http.RoundTripper, u string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
@@ -169,7 +188,10 @@ func (p *Probe) checkNode(ctx context.Context, tr http.RoundTripper, u string) e
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	// A node that answers is up: a least-privilege canary user lacks
+	// cluster:monitor/main and gets 403, a wrong password 401 (the ops report
+	// those as auth and setup). A 5xx is a node that cannot serve.
+	if resp.StatusCode >= 500 {
 		return fmt.Errorf("GET / answered HTTP %d", resp.StatusCode)
 	}
 	return nil
@@ -183,7 +205,9 @@ func (w *nodeWatch) set(n *watchedNode, err error) {
 	}
 	prev := n.state.Swap(st)
 	switch {
-	case prev == st:
+	case prev == st, len(w.nodes) < 2:
+		// One address: its node down is the target down, and the op's
+		// error says so.
 	case st == nodeDown:
 		w.logger.Warn("opensearch node is down", "node", n.label, "err", err)
 	case prev == nodeDown:

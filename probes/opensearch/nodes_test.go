@@ -3,10 +3,13 @@ package opensearch
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -200,8 +203,10 @@ func TestNodeStatesCheck(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // several more checks: still one log line
 	n.revive()
 	waitStates(t, p, map[string]bool{n.addr: true}, 5*time.Second, "the node up again")
-	if d, u := logs.count("opensearch node is down"), logs.count("opensearch node is up again"); d != 1 || u != 1 {
-		t.Errorf("logged %d downs and %d ups, want 1 each:\n%s", d, u, logs.buf.String())
+	// One address: its node down is the target down, which the ops report;
+	// no log line of its own (a `once` run's output stays the ops' table).
+	if d, u := logs.count("opensearch node is down"), logs.count("opensearch node is up again"); d != 0 || u != 0 {
+		t.Errorf("logged %d downs and %d ups with one address, want none:\n%s", d, u, logs.buf.String())
 	}
 	if strings.Contains(logs.buf.String(), "secret") {
 		t.Errorf("the log holds the password:\n%s", logs.buf.String())
@@ -243,13 +248,20 @@ func TestNodeStatesDriverView(t *testing.T) {
 			return m, nil
 		}
 	}
-	p.nodes.fromDriver(view(false, true))
+	// The check of a node the driver holds dead: node 2 answers nothing.
+	checks := 0
+	gone := func(context.Context, string) error { checks++; return errors.New("connection refused") }
+	ctx := context.Background()
+	p.nodes.fromDriver(ctx, view(false, true), gone)
 	want := map[string]bool{"10.0.0.1:9200": true, "10.0.0.2:9200": false} // node 3 not listed: not seen yet
 	if got := states(p); !maps.Equal(got, want) {
 		t.Fatalf("states %v, want %v", got, want)
 	}
-	p.nodes.fromDriver(view(false, true, false))
-	p.nodes.fromDriver(view(false, false, false))
+	p.nodes.fromDriver(ctx, view(false, true, false), gone)
+	if checks != 1 {
+		t.Errorf("%d checks of the dead node within checkInterval, want 1", checks)
+	}
+	p.nodes.fromDriver(ctx, view(false, false, false), gone)
 	want = map[string]bool{"10.0.0.1:9200": true, "10.0.0.2:9200": true, "10.0.0.3:9200": true}
 	if got := states(p); !maps.Equal(got, want) {
 		t.Fatalf("states %v, want %v", got, want)
@@ -278,4 +290,39 @@ func TestNodeWatchLeavesNoGoroutine(t *testing.T) {
 	}
 	n.kill()
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestNodeCheckAnswerIsUp: a node that answers GET / is up whatever the
+// canary user may do there (a least-privilege user gets 403, a wrong
+// password 401: the ops report those); a 5xx is down.
+func TestNodeCheckAnswerIsUp(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		up     bool
+	}{{http.StatusForbidden, true}, {http.StatusUnauthorized, true}, {http.StatusOK, true}, {http.StatusServiceUnavailable, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(c.status) }))
+		p := nodeProbe(t, nil, &logCount{}, srv.URL+"/")
+		err := p.checkNode(context.Background(), http.DefaultTransport, srv.URL+"/")
+		if (err == nil) != c.up {
+			t.Errorf("GET / answered %d: check error %v, want up %v", c.status, err, c.up)
+		}
+		srv.Close()
+	}
+}
+
+// TestNodeStatesDriverDeadButAnswering: a node the driver holds dead that
+// answers GET / (here 403, a least-privilege user's answer, which the
+// driver's health check never accepts) is up: the driver's view alone would
+// hold it down for ever.
+func TestNodeStatesDriverDeadButAnswering(t *testing.T) {
+	p := nodeProbe(t, nil, &logCount{}, "http://10.0.0.1:9200", "http://10.0.0.2:9200")
+	view := func() (opensearchtransport.Metrics, error) {
+		return opensearchtransport.Metrics{Connections: []fmt.Stringer{
+			opensearchtransport.ConnectionMetric{URL: "http://10.0.0.1:9200"},
+			opensearchtransport.ConnectionMetric{URL: "http://10.0.0.2:9200", IsDead: true}}}, nil
+	}
+	p.nodes.fromDriver(context.Background(), view, func(context.Context, string) error { return nil })
+	if got := states(p); !maps.Equal(got, map[string]bool{"10.0.0.1:9200": true, "10.0.0.2:9200": true}) {
+		t.Errorf("states %v, want both up", got)
+	}
 }

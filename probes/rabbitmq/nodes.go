@@ -63,8 +63,8 @@ func nodeName(raw string) string {
 	return raw
 }
 
-// set records node i's state at now and logs a change (not a first "up":
-// every node starts so). The caller holds h.mu.
+// set records node i's state at now and, with several urls, logs a change
+// (not a first "up": every node starts so). The caller holds h.mu.
 func (h *nodeHealth) set(i int, s nodeState, err error, now time.Time) {
 	was := h.state[i]
 	if was == s {
@@ -73,6 +73,9 @@ func (h *nodeHealth) set(i int, s nodeState, err error, now time.Time) {
 	h.state[i] = s
 	lasted := now.Sub(h.since[i])
 	h.since[i] = now
+	if len(h.names) < 2 {
+		return // one url: its node down is the target down, and the op's error says so
+	}
 	switch {
 	case s == nodeDown:
 		h.logger.Info("RabbitMQ node is down", "node", h.names[i], "err", err)

@@ -145,6 +145,7 @@ func TestOpenSearchWhichNode(t *testing.T) {
 `, name, a, listen))
 	}
 	d := startDaemon(t, fmt.Sprintf("global:\n  state_dir: %s\ntargets:\n%s", t.TempDir(), strings.Join(targets, "")))
+	al := startAlerting(t, d.addr)
 	ops := []string{"index", "get", "search_term"}
 	base := map[string]snapshot{}
 	for _, n := range names {
@@ -170,6 +171,7 @@ func TestOpenSearchWhichNode(t *testing.T) {
 	if _, err := proxies["os-node3"].AddToxic("slow", "latency", "downstream", 1, toxiproxy.Attributes{"latency": added.Milliseconds()}); err != nil {
 		t.Fatal(err)
 	}
+	tSlow, pre := time.Now(), al.firing(t, "critical")
 	before := map[string]snapshot{}
 	for _, n := range names {
 		before[n] = d.snap(t, n)
@@ -191,6 +193,9 @@ func TestOpenSearchWhichNode(t *testing.T) {
 	}
 	stack.Figure(t, "OpenSearch 3 nodes, one target per node (one address each, through its proxy), node 3 slowed (+%s per answer, 3 x the healthy mean of %s): mean latency %s",
 		added, healthy.Round(100*time.Microsecond), strings.Join(figs, ", "))
+	al.pageRow(t, "opensearch", "os-node3", fmt.Sprintf("node 3 slowed ×4 (toxiproxy +%s on its answers), one target per node: os-node3's mean latency up %s at most, the others' %s and %s",
+		added, shift["os-node3"].Round(100*time.Microsecond), shift["os-node1"].Round(100*time.Microsecond), shift["os-node2"].Round(100*time.Microsecond)),
+		"no page at production latencies (the slow node named by its target's latency)", tSlow, pre, nil)
 	if shift["os-node3"] < added/2 {
 		t.Errorf("node 3's target: mean latency up %s, want at least half the added %s", shift["os-node3"], added)
 	}

@@ -356,6 +356,7 @@ func TestRabbitMQWhichNode(t *testing.T) {
 `, name, rabbitmqAddr(t, i), listen, rabbitmq.Get(t, "DBCANARY_TEST_RABBITMQ_USER"), rabbitmq.Get(t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE")))
 	}
 	d := startDaemon(t, fmt.Sprintf("global:\n  state_dir: %s\ntargets:\n%s", t.TempDir(), strings.Join(targets, "")))
+	al := startAlerting(t, d.addr)
 	ops := []string{"publish", "consume"}
 	base := map[string]snapshot{}
 	for _, n := range names {
@@ -377,6 +378,7 @@ func TestRabbitMQWhichNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = slow.RemoveToxic("slow") })
+	tSlow, pre := time.Now(), al.firing(t, "critical")
 	before := map[string]snapshot{}
 	for _, n := range names {
 		before[n] = d.snap(t, n)
@@ -395,6 +397,9 @@ func TestRabbitMQWhichNode(t *testing.T) {
 	}
 	stack.Figure(t, "RabbitMQ 3 nodes, one target per node (url through the node's own proxy), quorum queues, node 3 slowed (+%s per answer, healthy mean publish %s): mean latency %s",
 		added, healthy.Round(100*time.Microsecond), strings.Join(figs, ", "))
+	al.pageRow(t, "rabbitmq", "mq-node3", fmt.Sprintf("node 3 slowed ×4 (toxiproxy +%s on its answers), one target per node: mq-node3's mean publish up %s, the others' %s and %s",
+		added, shift["mq-node3"].Round(100*time.Microsecond), shift["mq-node1"].Round(100*time.Microsecond), shift["mq-node2"].Round(100*time.Microsecond)),
+		"no page at production latencies (the slow node named by its target's latency)", tSlow, pre, nil)
 	if shift["mq-node3"] < added/2 {
 		t.Errorf("node 3's target: mean publish latency up %s, want at least half the added %s", shift["mq-node3"], added)
 	}

@@ -94,7 +94,7 @@ func openSearchSecurityFiles(t *testing.T, dir string, passwords map[string]stri
 	}
 	write(t, filepath.Join(dir, "internal_users.yml"), []byte(users))
 	role := func(actions []string) string {
-		return fmt.Sprintf("  cluster_permissions: [cluster_composite_ops, \"cluster:monitor/state\", \"cluster:monitor/health\"]\n  index_permissions:\n    - index_patterns: [\"dbcanary-*\"]\n      allowed_actions: [%s]\n",
+		return fmt.Sprintf("  cluster_permissions: [cluster_composite_ops, \"cluster:monitor/state\", \"cluster:monitor/health\", \"cluster:monitor/main\"]\n  index_permissions:\n    - index_patterns: [\"dbcanary-*\"]\n      allowed_actions: [%s]\n",
 			`"`+strings.Join(actions, `", "`)+`"`)
 	}
 	var nocreate []string
