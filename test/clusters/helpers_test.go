@@ -466,3 +466,45 @@ func waitTargetDown(t *testing.T, al *alerting, d *daemon, target string, before
 	}
 	at()
 }
+
+// slowNodeShift measures one-target-per-node targets (names, node 3's last)
+// with node 3 slowed: n successes of each op after before, none failing, and
+// how far each target's mean latency rose over its healthy window (base to
+// ref): the largest rise among shiftOps. It returns the rises, the snapshots
+// after, and each op's means for the figure.
+func slowNodeShift(t *testing.T, d *daemon, names, ops, shiftOps []string, n float64, base, ref, before map[string]snapshot) (map[string]time.Duration, map[string]snapshot, string) {
+	t.Helper()
+	shift, after := map[string]time.Duration{}, map[string]snapshot{}
+	var figs []string
+	for _, name := range names {
+		a := d.waitOK(t, name, before[name], ops, n, 3*time.Minute, fmt.Sprintf("%s: %v successes of each op with node 3 slowed", name, n))
+		after[name] = a
+		if f := diff(before[name].causes, a.causes); len(f) > 0 {
+			t.Errorf("%s: ops failed with node 3 slowed: %v", name, f)
+		}
+		for i, op := range shiftOps {
+			if s := meanOK(before[name], a, op) - meanOK(base[name], ref[name], op); i == 0 || s > shift[name] {
+				shift[name] = s
+			}
+		}
+		for _, op := range ops {
+			figs = append(figs, fmt.Sprintf("%s %s %s -> %s", name, op, meanOK(base[name], ref[name], op).Round(100*time.Microsecond), meanOK(before[name], a, op).Round(100*time.Microsecond)))
+		}
+	}
+	return shift, after, strings.Join(figs, ", ")
+}
+
+// checkSlowNode: node 3's target (the last of names) carries at least half
+// the added latency, the others at most a quarter of it.
+func checkSlowNode(t *testing.T, names []string, shift map[string]time.Duration, added time.Duration, what string) {
+	t.Helper()
+	last := names[len(names)-1]
+	if shift[last] < added/2 {
+		t.Errorf("node 3's target: %s up %s, want at least half the added %s", what, shift[last], added)
+	}
+	for _, n := range names[:len(names)-1] {
+		if shift[n] > added/4 {
+			t.Errorf("%s: %s up %s with node 3 slowed by %s: the slow node is not told apart", n, what, shift[n], added)
+		}
+	}
+}

@@ -383,29 +383,11 @@ func TestRabbitMQWhichNode(t *testing.T) {
 	for _, n := range names {
 		before[n] = d.snap(t, n)
 	}
-	var figs []string
-	shift := map[string]time.Duration{}
-	for _, n := range names {
-		after := d.waitOK(t, n, before[n], ops, 30, 3*time.Minute, n+": 30 successes with node 3 slowed")
-		if f := diff(before[n].causes, after.causes); len(f) > 0 {
-			t.Errorf("%s: ops failed with node 3 slowed: %v", n, f)
-		}
-		shift[n] = meanOK(before[n], after, "publish") - meanOK(base[n], ref[n], "publish")
-		for _, op := range ops {
-			figs = append(figs, fmt.Sprintf("%s %s %s -> %s", n, op, meanOK(base[n], ref[n], op).Round(100*time.Microsecond), meanOK(before[n], after, op).Round(100*time.Microsecond)))
-		}
-	}
+	shift, _, figs := slowNodeShift(t, d, names, ops, []string{"publish"}, 30, base, ref, before)
 	stack.Figure(t, "RabbitMQ 3 nodes, one target per node (url through the node's own proxy), quorum queues, node 3 slowed (+%s per answer, healthy mean publish %s): mean latency %s",
-		added, healthy.Round(100*time.Microsecond), strings.Join(figs, ", "))
+		added, healthy.Round(100*time.Microsecond), figs)
 	al.pageRow(t, "rabbitmq", "mq-node3", fmt.Sprintf("node 3 slowed ×4 (toxiproxy +%s on its answers), one target per node: mq-node3's mean publish up %s, the others' %s and %s",
 		added, shift["mq-node3"].Round(100*time.Microsecond), shift["mq-node1"].Round(100*time.Microsecond), shift["mq-node2"].Round(100*time.Microsecond)),
 		"no page at production latencies (the slow node named by its target's latency)", tSlow, pre, nil)
-	if shift["mq-node3"] < added/2 {
-		t.Errorf("node 3's target: mean publish latency up %s, want at least half the added %s", shift["mq-node3"], added)
-	}
-	for _, n := range names[:2] {
-		if shift[n] > added/4 {
-			t.Errorf("%s: mean publish latency up %s with node 3 slowed by %s: the slow node is not told apart", n, shift[n], added)
-		}
-	}
+	checkSlowNode(t, names, shift, added, "mean publish latency")
 }
