@@ -74,6 +74,7 @@ type daemon struct {
 
 	mu      sync.Mutex // targets, config file and reloads
 	targets []*target
+	proxies []*toxiproxy.Proxy // deleted after the daemon stopped, so its probes can remove what they wrote
 
 	secrets map[string]string // name -> file
 	osUser  string            // the OpenSearch basic-auth gate's user
@@ -107,6 +108,16 @@ func newDaemon(t *testing.T, dir string) *daemon {
 	if d.demoGlobal == nil {
 		d.demoGlobal = map[string]any{}
 	}
+	// Registered before the daemon starts, so it runs after the daemon has
+	// stopped (cleanups run last-in first-out): on SIGTERM the S3 probes
+	// remove their run's objects through these proxies.
+	t.Cleanup(func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, p := range d.proxies {
+			_ = p.Delete()
+		}
+	})
 	for _, tg := range demo.Targets {
 		b, _ := tg["backend"].(string)
 		if _, probed := backendScripts[b]; probed && d.demoTargets[b] == nil {
@@ -178,7 +189,9 @@ func (d *daemon) addTarget(backend, role string) *target {
 	if err != nil {
 		t.Fatalf("toxiproxy %s: %v", pname, err)
 	}
-	t.Cleanup(func() { _ = p.Delete() })
+	d.mu.Lock()
+	d.proxies = append(d.proxies, p)
+	d.mu.Unlock()
 	tg.proxy, tg.addr = p, p.Listen
 	if backend == "opensearch" && role == roleCred {
 		tg.addr = d.authGate(p.Listen)
