@@ -49,7 +49,7 @@ func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver)
 	off := false
 	client, err := opensearchapi.NewClient(opensearchapi.Config{Client: osgo.Config{
 		Addresses:                  cfg.Addresses,
-		Transport:                  tr,
+		Transport:                  servedTransport{tr}, // names the node of a failed op (served.go)
 		RequestTimeout:             cfg.RequestTimeout,
 		MaxRetries:                 retries,
 		DisableRetry:               retries == 0,

@@ -121,8 +121,17 @@ func (p *Probe) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// Run implements probes.Probe.
+// Run implements probes.Probe. A failed op of a target with several
+// addresses names the node(s) its requests went to (served.go).
 func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
+	ctx, served := withServedBy(ctx)
+	if err := p.runOp(ctx, op, out); err != nil {
+		return nameServedNodes(err, served.list(), len(p.cfg.Addresses))
+	}
+	return nil
+}
+
+func (p *Probe) runOp(ctx context.Context, op string, out *probes.Outcome) error {
 	index, err := p.current(ctx)
 	if err != nil {
 		return err
