@@ -133,7 +133,7 @@ test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pag
 ## test-compat-clusters: node faults on real 3-node clusters (test/clusters, docs/clusters.md: test/stack/cassandra-cluster.sh, kill -9, toxiproxy, the generated rules on a real Prometheus), not in make test
 CLUSTERS_TABLE ?= $(DBCANARY_STACK_DIR)/artefacts/page-quality-clusters.md
 test-compat-clusters:
-	@mkdir -p $(dir $(FIGURES)) && printf '| backend | fault | expected | critical alerts fired (not firing before) | warnings (tickets) | pages | result |\n|---|---|---|---|---|---|---|\n' > $(CLUSTERS_TABLE)
+	@mkdir -p $(dir $(FIGURES)) && printf '| backend | fault | expected | critical alerts fired (not firing before) | warnings (tickets) | pages (shipped Alertmanager config) | result |\n|---|---|---|---|---|---|---|\n' > $(CLUSTERS_TABLE)
 	@set -o pipefail; DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) CLUSTERS_TABLE_OUT=$(CLUSTERS_TABLE) $(GO) test -tags integration -count=1 -v -timeout 60m ./test/clusters/; rc=$$?; \
 	echo "== page-quality rows of the node faults ($(CLUSTERS_TABLE))"; cat $(CLUSTERS_TABLE); exit $$rc
 

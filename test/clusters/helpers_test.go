@@ -179,6 +179,7 @@ func meanOK(before, after snapshot, op string) time.Duration {
 // becomes 6s, a 5m window 15s, 1h 3m), as probes/cassandra's ledger proof does.
 type alerting struct {
 	promURL string
+	hook    *webhook // the shipped Alertmanager's receivers post here (pager_test.go)
 }
 
 func startAlerting(t *testing.T, daemonAddr string) *alerting {
@@ -196,17 +197,21 @@ func startAlerting(t *testing.T, daemonAddr string) *alerting {
 	if err := os.WriteFile(rules, files["dbcanary-rules.yml"], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	hook := newWebhook(t)
+	amAddr := startAlertmanager(t, dir, hook)
 	cfg := filepath.Join(dir, "prometheus-config.yml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [%q]
+alerting:
+  alertmanagers: [{static_configs: [{targets: [%q]}]}]
 scrape_configs:
   - job_name: %s
     static_configs: [{targets: [%q]}]
-`, rules, b.Policy.Job, daemonAddr), 0o644); err != nil {
+`, rules, amAddr, b.Policy.Job, daemonAddr), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	prom := startPrivate(t, "prometheus", dir, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", stack.FreePort(t)), "DBCANARY_PROMETHEUS_CONFIG="+cfg)
-	return &alerting{promURL: prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL")}
+	return &alerting{promURL: prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL"), hook: hook}
 }
 
 // query runs an instant query and returns the label sets of the result (nil
@@ -386,12 +391,13 @@ func clusterScript(t *testing.T, script string, env []string, args ...string) {
 // pageRow records one node fault's row of the page-quality table
 // (docs/page-quality.md, "Node faults on 3-node clusters"): the critical
 // alerts of target that fired since t0 and were not already firing before
-// (pre), what of them reaches the pager once the shipped inhibition is
-// applied (pages), the warnings (tickets), and whether the pages are exactly
-// want ("one fault, one page"; none for a fault the cluster tolerates). The
-// row is printed and, under make test-compat-clusters, appended to
-// $CLUSTERS_TABLE_OUT. It asserts nothing: each test checks its own
-// expectations.
+// (pre), the warnings (tickets), and the pages: what the real Alertmanager
+// running the shipped routing and inhibition (pager_test.go) sent to the
+// pager for the target since t0. It waits until every page of want has
+// arrived (up to 90 s), then watches 10 s more for any other, and fails the
+// test unless the pages are exactly want ("one fault, one page"; none for a
+// fault the cluster tolerates). The row is printed and, under make
+// test-compat-clusters, appended to $CLUSTERS_TABLE_OUT.
 func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string, t0 time.Time, pre, want []string) {
 	t.Helper()
 	mine := func(alerts []string) []string {
@@ -403,12 +409,31 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 		}
 		return out
 	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		got := a.hook.pagesSince(t0, target)
+		if len(minus(want, got)) == 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	// An alert firing now reaches the pager within an evaluation, the
+	// resend and the scaled group_wait (about 4 s): 10 s shows any other page.
+	quiet := time.Now().Add(10 * time.Second)
+	for time.Now().Before(quiet) {
+		time.Sleep(time.Second)
+	}
 	crit := mine(minus(a.firedSince(t, "critical", t0), pre))
 	warn := mine(a.firedSince(t, "warning", t0))
-	got := pages(crit, target)
+	got := a.hook.pagesSince(t0, target)
+	var first string
+	if len(got) > 0 {
+		first = fmt.Sprintf(" (%s)", strings.Join(got, ", "))
+	}
 	result := "ok"
-	if !slices.Equal(got, want) {
+	if !sameSet(got, want) {
 		result = fmt.Sprintf("**not as expected** (want %v)", want)
+		t.Errorf("%s, %s: pages %v, want %v (one fault, one page); notifications since the fault: %v", backend, fault, got, want, a.hook.notifiedSince(t0, target))
 	}
 	dash := func(s []string) string {
 		if len(s) == 0 {
@@ -416,7 +441,7 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 		}
 		return strings.Join(s, ", ")
 	}
-	row := fmt.Sprintf("| %s | %s | %s | %s | %s | %d | %s |", backend, fault, expected, dash(crit), dash(warn), len(got), result)
+	row := fmt.Sprintf("| %s | %s | %s | %s | %s | %d%s | %s |", backend, fault, expected, dash(crit), dash(warn), len(got), first, result)
 	t.Log(row)
 	path := os.Getenv("CLUSTERS_TABLE_OUT")
 	if path == "" {

@@ -131,6 +131,21 @@ func TestOpenSearchNodeFaults(t *testing.T) {
 		}
 		al.pageRow(t, "opensearch", target, fmt.Sprintf("nodes 1 and 2 `kill -9` (no cluster-manager quorum): %s; failures %v; node 3's view: %s",
 			outcome, diff(before.causes, down.causes), state), expected, t0, pre, want)
+		// A failed op names the node(s) its requests went to (the status
+		// page and /status.json show them).
+		if total(diff(before.causes, down.causes)) > 0 {
+			msgs := d.statusErrors(t, target)
+			named := 0
+			for _, m := range msgs {
+				if strings.Contains(m, "(node ") || strings.Contains(m, "(nodes ") {
+					named++
+				}
+			}
+			stack.Figure(t, "OpenSearch 3 nodes, nodes 1 and 2 kill -9: %d of the %d recent error messages on the status page name the node; e.g. %q", named, len(msgs), first(msgs))
+			if named == 0 {
+				t.Errorf("no failed op's error names its node: %q", msgs)
+			}
+		}
 		took := restartCluster(t, "opensearch-cluster")
 		t1 := time.Now()
 		back := d.waitOK(t, target, d.snap(t, target), ops, 20, 3*time.Minute, "20 successes of each op after both nodes are back")

@@ -3,6 +3,8 @@
 # (0.25), a single private node on 127.0.0.1 with clustering off.
 # Usage: alertmanager.sh install|start|stop|status|env
 #   Alerts are read back through /api/v2/alerts; the one receiver sends nowhere.
+#   start reads its config from $DBCANARY_ALERTMANAGER_CONFIG when set (the
+#   cluster tests: the shipped routing and inhibition, receivers on their webhook).
 source "$(dirname "$0")/lib.sh"
 
 PORT=${DBCANARY_ALERTMANAGER_PORT:-19093} # not 9093: leave a real Alertmanager alone
@@ -16,6 +18,10 @@ install() {
 
 configure() {
   mkdir -p "$DIR"
+  if [ -n "${DBCANARY_ALERTMANAGER_CONFIG:-}" ]; then
+    cp "$DBCANARY_ALERTMANAGER_CONFIG" "$DIR/alertmanager.yml"
+    return
+  fi
   cat > "$DIR/alertmanager.yml" <<CONF
 route:
   receiver: blackhole
