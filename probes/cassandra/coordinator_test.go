@@ -13,13 +13,14 @@ import (
 
 func TestNameCoordinators(t *testing.T) {
 	base := probes.Fail(probes.CauseTimeout, fmt.Errorf("cassandra 10.0.0.1: insert: %w", &gocql.RequestErrWriteTimeout{}))
-	_, c := withCoordinators(context.Background())
-	// The observer records each attempt's node once, in order, at most maxCoordinators.
+	ctx, c := probes.WithNodeTrail(context.Background())
+	// The trail records each attempt's node once, in order, at most probes.MaxTrailNodes.
 	for _, n := range []string{"10.0.0.12:9042", "10.0.0.12:9042", "10.0.0.13:9042", "10.0.0.11:9042", "10.0.0.14:9042"} {
-		c.add(n)
+		c.Add(n)
 	}
-	coordObserver{}.ObserveQuery(context.Background(), gocql.ObservedQuery{}) // no record, no host: ignored
-	if got := c.list(); fmt.Sprint(got) != "[10.0.0.12:9042 10.0.0.13:9042 10.0.0.11:9042]" {
+	coordObserver{}.ObserveQuery(context.Background(), gocql.ObservedQuery{}) // no trail, no host: ignored
+	coordObserver{}.ObserveQuery(ctx, gocql.ObservedQuery{})                  // no host: ignored
+	if got := c.List(); fmt.Sprint(got) != "[10.0.0.12:9042 10.0.0.13:9042 10.0.0.11:9042]" {
 		t.Errorf("recorded %v", got)
 	}
 

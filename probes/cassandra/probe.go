@@ -120,9 +120,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	if err != nil {
 		return err
 	}
-	ctx, coords := withCoordinators(ctx)
+	ctx, coords := probes.WithNodeTrail(ctx)
 	if err := p.run(ctx, s, op, out); err != nil {
-		return nameCoordinators(err, coords.list(), len(s.GetHosts()))
+		return nameCoordinators(err, coords.List(), len(s.GetHosts()))
 	}
 	return nil
 }

@@ -124,9 +124,9 @@ func (p *Probe) Prepare(ctx context.Context) error {
 // Run implements probes.Probe. A failed op of a target with several
 // addresses names the node(s) its requests went to (served.go).
 func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
-	ctx, served := withServedBy(ctx)
+	ctx, served := probes.WithNodeTrail(ctx)
 	if err := p.runOp(ctx, op, out); err != nil {
-		return nameServedNodes(err, served.list(), len(p.cfg.Addresses))
+		return nameServedNodes(err, served.List(), len(p.cfg.Addresses))
 	}
 	return nil
 }

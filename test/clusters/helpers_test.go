@@ -26,6 +26,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/pager"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -179,7 +180,7 @@ func meanOK(before, after snapshot, op string) time.Duration {
 // becomes 6s, a 5m window 15s, 1h 3m), as probes/cassandra's ledger proof does.
 type alerting struct {
 	promURL string
-	hook    *webhook // the shipped Alertmanager's receivers post here (pager_test.go)
+	hook    *pager.Webhook // the shipped Alertmanager's receivers post here (pager_test.go)
 }
 
 func startAlerting(t *testing.T, daemonAddr string) *alerting {
@@ -197,7 +198,7 @@ func startAlerting(t *testing.T, daemonAddr string) *alerting {
 	if err := os.WriteFile(rules, files["dbcanary-rules.yml"], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hook := newWebhook(t)
+	hook := pager.NewWebhook(t, nil)
 	amAddr := startAlertmanager(t, dir, hook)
 	cfg := filepath.Join(dir, "prometheus-config.yml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `global: {scrape_interval: 1s, evaluation_interval: 1s}
@@ -411,7 +412,7 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		got := a.hook.pagesSince(t0, target)
+		got := pagesSince(a.hook, t0, target)
 		if len(minus(want, got)) == 0 {
 			break
 		}
@@ -425,7 +426,7 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 	}
 	crit := mine(minus(a.firedSince(t, "critical", t0), pre))
 	warn := mine(a.firedSince(t, "warning", t0))
-	got := a.hook.pagesSince(t0, target)
+	got := pagesSince(a.hook, t0, target)
 	var first string
 	if len(got) > 0 {
 		first = fmt.Sprintf(" (%s)", strings.Join(got, ", "))
@@ -433,7 +434,7 @@ func (a *alerting) pageRow(t *testing.T, backend, target, fault, expected string
 	result := "ok"
 	if !sameSet(got, want) {
 		result = fmt.Sprintf("**not as expected** (want %v)", want)
-		t.Errorf("%s, %s: pages %v, want %v (one fault, one page); notifications since the fault: %v", backend, fault, got, want, a.hook.notifiedSince(t0, target))
+		t.Errorf("%s, %s: pages %v, want %v (one fault, one page); notifications since the fault: %v", backend, fault, got, want, notifiedSince(a.hook, t0, target))
 	}
 	dash := func(s []string) string {
 		if len(s) == 0 {

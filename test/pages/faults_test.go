@@ -14,6 +14,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/pager"
 )
 
 // primary is the backend's primary alerted op: its first critical latency
@@ -185,7 +186,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 	// Pages as a pager counts them: the first firing notification of a
 	// group, or the first after that group's last one resolved everything.
 	open := map[string]bool{}
-	for _, n := range s.m.hook.all() {
+	for _, n := range s.m.hook.All() {
 		owners := map[*fault]bool{}
 		for _, a := range n.Alerts {
 			if a.Status != "firing" {
@@ -196,7 +197,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 			}
 		}
 		newIncident := false
-		if n.Receiver == receiverPager {
+		if n.Receiver == pager.ReceiverPager {
 			k := incidentKey(n.Receiver, n.GroupLabels)
 			if n.Status == "firing" && !open[k] {
 				newIncident = true
@@ -206,7 +207,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		for f := range owners {
 			r := st(f)
 			switch {
-			case n.Receiver == receiverPager:
+			case n.Receiver == pager.ReceiverPager:
 				r.notifs++
 				if newIncident {
 					r.pages++
@@ -220,7 +221,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 	// Due: a pager group with active alerts and no open incident pages at
 	// its next flush.
 	for _, g := range groups {
-		if g.Receiver != receiverPager || open[incidentKey(g.Receiver, g.Labels)] {
+		if g.Receiver != pager.ReceiverPager || open[incidentKey(g.Receiver, g.Labels)] {
 			continue
 		}
 		first := g.Alerts[0]
@@ -262,7 +263,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 				r.expected = &r.eps[i]
 			}
 			if e.severity() == "critical" && !isExpected {
-				o := alertString(e.Labels) + " " + fmtRel(e.Fired.Sub(f.start))
+				o := pager.AlertString(e.Labels) + " " + fmtRel(e.Fired.Sub(f.start))
 				if !e.Active.IsZero() && e.Active.Before(f.start) {
 					o += " (condition true since " + fmtRel(e.Active.Sub(f.start)) + ")"
 				}
@@ -277,7 +278,7 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		case "healthy", "exporter":
 			for _, e := range r.eps {
 				if f.kind == "healthy" || e.severity() == "critical" {
-					f.fail("%s fired %s", alertString(e.Labels), fmtRel(e.Fired.Sub(f.start)))
+					f.fail("%s fired %s", pager.AlertString(e.Labels), fmtRel(e.Fired.Sub(f.start)))
 				}
 			}
 			if f.kind == "healthy" && r.notifs+r.tickets > 0 {

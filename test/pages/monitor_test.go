@@ -4,10 +4,7 @@ package pages
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/dbcanary/dbcanary/test/stack"
+	"github.com/dbcanary/dbcanary/test/pager"
 )
 
 // monitor is the alerting path under test: a real Prometheus scraping the
@@ -27,7 +22,7 @@ import (
 // routing and inhibition, and the webhook its receivers post to.
 type monitor struct {
 	promURL, amURL string
-	hook           *webhook
+	hook           *pager.Webhook
 	rec            *recorder
 }
 
@@ -35,11 +30,11 @@ type monitor struct {
 // stopped by PID at the end) and the recorder polling both.
 func startMonitor(t *testing.T, dir, daemonAddr, job string, scrape time.Duration, rules []byte) *monitor {
 	t.Helper()
-	m := &monitor{hook: newWebhook(t)}
+	m := &monitor{hook: pager.NewWebhook(t, t.Logf)}
 
 	amAddr := freeAddr(t)
 	amCfg := filepath.Join(dir, "alertmanager.yml")
-	if err := os.WriteFile(amCfg, alertmanagerConfig(t, m.hook.url), 0o644); err != nil {
+	if err := os.WriteFile(amCfg, pager.ShippedConfig(t, m.hook.URL, 1, 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	am := startProc(t, "alertmanager", filepath.Join(dir, "alertmanager.log"), alertmanagerBin,
@@ -102,124 +97,6 @@ func promDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm", d/time.Minute)
 	}
 	return fmt.Sprintf("%ds", d/time.Second)
-}
-
-// alertmanagerConfig is alerts/alertmanager.yml with only the receivers'
-// webhook URLs pointed at the test's webhook (<url>/<receiver name>).
-func alertmanagerConfig(t *testing.T, hookURL string) []byte {
-	t.Helper()
-	path := filepath.Join(stack.RepoRoot(), "alerts", "alertmanager.yml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("the shipped Alertmanager config: %v", err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	recv, _ := cfg["receivers"].([]any)
-	names := map[string]bool{}
-	for _, r := range recv {
-		rm, _ := r.(map[string]any)
-		name, _ := rm["name"].(string)
-		hooks, _ := rm["webhook_configs"].([]any)
-		if len(hooks) == 0 {
-			t.Fatalf("%s: receiver %q has no webhook_configs for the suite to point at its webhook", path, name)
-		}
-		for _, h := range hooks {
-			hm, _ := h.(map[string]any)
-			hm["url"] = hookURL + "/" + name
-		}
-		names[name] = true
-	}
-	for _, want := range []string{receiverPager, receiverTicket} {
-		if !names[want] {
-			t.Fatalf("%s: no receiver named %q (the suite counts pages on %q and tickets on %q)", path, want, receiverPager, receiverTicket)
-		}
-	}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-const (
-	receiverPager  = "pager"
-	receiverTicket = "ticket"
-)
-
-// notification is one webhook POST from Alertmanager.
-type notification struct {
-	Receiver string `json:"receiver"`
-	Status   string `json:"status"`
-	GroupKey string `json:"groupKey"`
-	// GroupLabels identify the Alertmanager group (with the receiver).
-	GroupLabels map[string]string `json:"groupLabels"`
-	Alerts      []whAlert         `json:"alerts"`
-	At          time.Time         `json:"-"`
-}
-
-type whAlert struct {
-	Status      string            `json:"status"`
-	Labels      map[string]string `json:"labels"`
-	StartsAt    time.Time         `json:"startsAt"`
-	Fingerprint string            `json:"fingerprint"`
-}
-
-// webhook records every notification, in arrival order.
-type webhook struct {
-	url  string
-	mu   sync.Mutex
-	got  []notification
-	logf func(string, ...any)
-}
-
-func newWebhook(t *testing.T) *webhook {
-	w := &webhook{logf: t.Logf}
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var n notification
-		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
-			http.Error(rw, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n.At = time.Now()
-		if p := strings.TrimPrefix(r.URL.Path, "/"); p != n.Receiver {
-			n.Receiver = p + "(posted as " + n.Receiver + ")"
-		}
-		w.mu.Lock()
-		w.got = append(w.got, n)
-		w.mu.Unlock()
-		var firing []string
-		for _, a := range n.Alerts {
-			firing = append(firing, a.Status+" "+alertString(a.Labels))
-		}
-		w.logf("%s notified (%s): %s", n.Receiver, n.Status, strings.Join(firing, "; "))
-	}))
-	t.Cleanup(srv.Close)
-	w.url = srv.URL
-	return w
-}
-
-func (w *webhook) all() []notification {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]notification(nil), w.got...)
-}
-
-// alertString names an alert by its identifying labels.
-func alertString(l map[string]string) string {
-	var extra []string
-	for _, k := range []string{"op", "phase", "cause", "window"} {
-		if v := l[k]; v != "" {
-			extra = append(extra, k+"="+v)
-		}
-	}
-	s := fmt.Sprintf("%s/%s{target=%s", strings.TrimPrefix(l["alertname"], "Dbcanary"), l["severity"], l["target"])
-	if len(extra) > 0 {
-		s += "," + strings.Join(extra, ",")
-	}
-	return s + "}"
 }
 
 func labelKey(l map[string]string) string {
@@ -328,14 +205,14 @@ func (r *recorder) poll(ctx context.Context) {
 			e := &episode{Labels: a.Labels, Active: a.ActiveAt, Fired: now}
 			r.open[k] = e
 			r.all = append(r.all, e)
-			r.logf("+%s firing: %s", now.Sub(r.start).Round(time.Second), alertString(a.Labels))
+			r.logf("+%s firing: %s", now.Sub(r.start).Round(time.Second), pager.AlertString(a.Labels))
 		}
 	}
 	for k, e := range r.open {
 		if !seen[k] {
 			e.Ended = now
 			delete(r.open, k)
-			r.logf("+%s resolved: %s (fired for %s)", now.Sub(r.start).Round(time.Second), alertString(e.Labels), now.Sub(e.Fired).Round(time.Second))
+			r.logf("+%s resolved: %s (fired for %s)", now.Sub(r.start).Round(time.Second), pager.AlertString(e.Labels), now.Sub(e.Fired).Round(time.Second))
 		}
 	}
 	if amErr != nil {
@@ -392,7 +269,7 @@ func (r *recorder) episodes() []episode {
 type amGroup struct {
 	Receiver string
 	Labels   map[string]string
-	Alerts   []whAlert
+	Alerts   []pager.Alert
 }
 
 // incidentKey identifies a group for a receiver, in notifications and in
@@ -422,7 +299,7 @@ func (m *monitor) activeGroups(ctx context.Context) ([]amGroup, error) {
 	for _, g := range raw {
 		ag := amGroup{Receiver: g.Receiver.Name, Labels: g.Labels}
 		for _, a := range g.Alerts {
-			ag.Alerts = append(ag.Alerts, whAlert{Status: "firing", Labels: a.Labels, StartsAt: a.StartsAt, Fingerprint: a.Fingerprint})
+			ag.Alerts = append(ag.Alerts, pager.Alert{Status: "firing", Labels: a.Labels, StartsAt: a.StartsAt, Fingerprint: a.Fingerprint})
 		}
 		if len(ag.Alerts) > 0 {
 			out = append(out, ag)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/pager"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -300,8 +301,8 @@ func (s *suite) waitAlert(f *fault) (episode, bool) {
 func (s *suite) waitPage(f *fault) {
 	deadline := time.Now().Add(pageWait)
 	for time.Now().Before(deadline) {
-		for _, n := range s.m.hook.all() {
-			if n.Receiver != receiverPager {
+		for _, n := range s.m.hook.All() {
+			if n.Receiver != pager.ReceiverPager {
 				continue
 			}
 			for _, a := range n.Alerts {

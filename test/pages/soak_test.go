@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/pager"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -66,18 +67,18 @@ func TestSoakPages(t *testing.T) {
 	time.Sleep(dur)
 
 	eps := m.rec.episodes()
-	notes := m.hook.all()
+	notes := m.hook.All()
 	var lines []string
 	for _, e := range eps {
 		state := "still firing"
 		if !e.Ended.IsZero() {
 			state = "fired for " + e.Ended.Sub(e.Fired).Round(time.Second).String()
 		}
-		lines = append(lines, fmt.Sprintf("  %s +%s (%s)", alertString(e.Labels), e.Fired.Sub(t0).Round(time.Second), state))
+		lines = append(lines, fmt.Sprintf("  %s +%s (%s)", pager.AlertString(e.Labels), e.Fired.Sub(t0).Round(time.Second), state))
 	}
 	pages := 0
 	for _, n := range notes {
-		if n.Receiver == receiverPager && n.Status == "firing" {
+		if n.Receiver == pager.ReceiverPager && n.Status == "firing" {
 			pages++
 		}
 	}
