@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/generate"
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -44,8 +45,8 @@ func certAlerts(t *testing.T, daemonAddr, target string) []firingAlert {
 	}
 	dir := t.TempDir()
 	rulesPath, cfgPath := filepath.Join(dir, "rules.yml"), filepath.Join(dir, "prometheus.yml")
-	write(t, rulesPath, out)
-	write(t, cfgPath, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+	pki.WriteFile(t, rulesPath, out)
+	pki.WriteFile(t, cfgPath, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 rule_files: [%q]
 scrape_configs:
   - job_name: dbcanary

@@ -22,19 +22,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // cassandraServerPEM writes the node's PEM keystore for Cassandra's
 // PEMBasedSslContextFactory: an unencrypted PKCS#8 RSA key, then the
 // certificate (for 127.0.0.1), signed by c.
-func (c *ca) cassandraServerPEM(t *testing.T, path string, notAfter time.Time) *x509.Certificate {
+func cassandraServerPEM(t *testing.T, c *ca, path string, notAfter time.Time) *x509.Certificate {
 	t.Helper()
-	return c.cassandraServerPEMValid(t, path, time.Now().Add(-time.Hour), notAfter)
+	return cassandraServerPEMValid(t, c, path, time.Now().Add(-time.Hour), notAfter)
 }
 
 // cassandraServerPEMValid is cassandraServerPEM valid from notBefore.
-func (c *ca) cassandraServerPEMValid(t *testing.T, path string, notBefore, notAfter time.Time) *x509.Certificate {
+func cassandraServerPEMValid(t *testing.T, c *ca, path string, notBefore, notAfter time.Time) *x509.Certificate {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -46,7 +47,7 @@ func (c *ca) cassandraServerPEMValid(t *testing.T, path string, notBefore, notAf
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Cert, &key.PublicKey, c.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func (c *ca) cassandraServerPEMValid(t *testing.T, path string, notBefore, notAf
 	var b bytes.Buffer
 	_ = pem.Encode(&b, &pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 	_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-	write(t, path, b.Bytes())
+	pki.WriteFile(t, path, b.Bytes())
 	cert, _ := x509.ParseCertificate(der)
 	return cert
 }
@@ -74,12 +75,12 @@ func TestCassandraClientEncryption(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsDir := filepath.Join(dir, "tls")
-	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
-	server := authority.cassandraServerPEM(t, filepath.Join(tlsDir, "server.pem"), time.Now().Add(60*24*time.Hour).Truncate(time.Second))
-	otherFile := filepath.Join(tlsDir, "other.pem")
-	write(t, otherFile, other.pem)
+	pki.WriteFile(t, filepath.Join(tlsDir, "ca.pem"), authority.PEM)
+	server := cassandraServerPEM(t, authority, filepath.Join(tlsDir, "server.pem"), time.Now().Add(60*24*time.Hour).Truncate(time.Second))
+	otherFile := filepath.Join(tlsDir, "other.PEM")
+	pki.WriteFile(t, otherFile, other.PEM)
 	clientCert, clientKey := filepath.Join(tlsDir, "client.pem"), filepath.Join(tlsDir, "client-key.pem")
-	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
+	authority.Issue(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 
 	cql := stack.FreePort(t)
 	startPrivate(t, "cassandra", dir,

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -34,9 +35,9 @@ func TestExpiredServerCertificates(t *testing.T) {
 	mq := privateTLSBrokerCert(t, authority, expiredFrom, expiredTo)
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.pem")
-	write(t, caFile, authority.pem)
+	pki.WriteFile(t, caFile, authority.PEM)
 	clientCert, clientKey := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
+	authority.Issue(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 	mqTarget := fmt.Sprintf(`  - name: mq-expired
     backend: rabbitmq
     ops: {publish: {rate: 1}, consume: {}}
@@ -54,8 +55,8 @@ func TestExpiredServerCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsDir := filepath.Join(cdir, "tls")
-	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
-	authority.cassandraServerPEMValid(t, filepath.Join(tlsDir, "server.pem"), expiredFrom, expiredTo)
+	pki.WriteFile(t, filepath.Join(tlsDir, "ca.pem"), authority.PEM)
+	cassandraServerPEMValid(t, authority, filepath.Join(tlsDir, "server.pem"), expiredFrom, expiredTo)
 	cql := stack.FreePort(t)
 	startPrivate(t, "cassandra", cdir,
 		"DBCANARY_CASSANDRA_HEAP_MAX=512M",

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -38,7 +39,7 @@ const openSearchSecurityVersion = "2.19.3"
 // openSearchNodePEM writes the node's certificate (for 127.0.0.1 and
 // localhost, usable for HTTP and transport TLS) and its key as the security
 // plugin reads it: unencrypted PKCS#8.
-func (c *ca) openSearchNodePEM(t *testing.T, certPath, keyPath string, notAfter time.Time) *x509.Certificate {
+func openSearchNodePEM(t *testing.T, c *ca, certPath, keyPath string, notAfter time.Time) *x509.Certificate {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -51,7 +52,7 @@ func (c *ca) openSearchNodePEM(t *testing.T, certPath, keyPath string, notAfter 
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Cert, &key.PublicKey, c.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,8 @@ func (c *ca) openSearchNodePEM(t *testing.T, certPath, keyPath string, notAfter 
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(t, keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+	pki.WriteFile(t, certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	pki.WriteFile(t, keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
 	cert, _ := x509.ParseCertificate(der)
 	return cert
 }
@@ -92,7 +93,7 @@ func openSearchSecurityFiles(t *testing.T, dir string, passwords map[string]stri
 		}
 		users += fmt.Sprintf("%s: {hash: %q, reserved: false, description: dbcanary test user}\n", user, hash)
 	}
-	write(t, filepath.Join(dir, "internal_users.yml"), []byte(users))
+	pki.WriteFile(t, filepath.Join(dir, "internal_users.yml"), []byte(users))
 	role := func(actions []string) string {
 		return fmt.Sprintf("  cluster_permissions: [cluster_composite_ops, \"cluster:monitor/state\", \"cluster:monitor/health\", \"cluster:monitor/main\"]\n  index_permissions:\n    - index_patterns: [\"dbcanary-*\"]\n      allowed_actions: [%s]\n",
 			`"`+strings.Join(actions, `", "`)+`"`)
@@ -103,9 +104,9 @@ func openSearchSecurityFiles(t *testing.T, dir string, passwords map[string]stri
 			nocreate = append(nocreate, a)
 		}
 	}
-	write(t, filepath.Join(dir, "roles.yml"), []byte("_meta: {type: roles, config_version: 2}\n"+
+	pki.WriteFile(t, filepath.Join(dir, "roles.yml"), []byte("_meta: {type: roles, config_version: 2}\n"+
 		"dbcanary_canary:\n"+role(canaryIndexActions)+"dbcanary_nocreate:\n"+role(nocreate)))
-	write(t, filepath.Join(dir, "roles_mapping.yml"), []byte("_meta: {type: rolesmapping, config_version: 2}\n"+
+	pki.WriteFile(t, filepath.Join(dir, "roles_mapping.yml"), []byte("_meta: {type: rolesmapping, config_version: 2}\n"+
 		"dbcanary_canary: {users: [dbcanary]}\ndbcanary_nocreate: {users: [dbcanary_nocreate]}\n"))
 }
 
@@ -125,18 +126,18 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := filepath.Join(dir, "security")
-	caFile, otherFile := filepath.Join(sec, "ca.pem"), filepath.Join(dir, "other.pem")
-	write(t, caFile, authority.pem)
-	write(t, otherFile, other.pem)
-	node := authority.openSearchNodePEM(t, filepath.Join(sec, "node.pem"), filepath.Join(sec, "node-key.pem"), time.Now().Add(45*24*time.Hour).Truncate(time.Second))
-	authority.issueFiles(t, filepath.Join(sec, "admin.pem"), filepath.Join(sec, "admin-key.pem"), "admin.dbcanary.test",
+	caFile, otherFile := filepath.Join(sec, "ca.pem"), filepath.Join(dir, "other.PEM")
+	pki.WriteFile(t, caFile, authority.PEM)
+	pki.WriteFile(t, otherFile, other.PEM)
+	node := openSearchNodePEM(t, authority, filepath.Join(sec, "node.pem"), filepath.Join(sec, "node-key.pem"), time.Now().Add(45*24*time.Hour).Truncate(time.Second))
+	authority.Issue(t, filepath.Join(sec, "admin.pem"), filepath.Join(sec, "admin-key.pem"), "admin.dbcanary.test",
 		time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 	passwords := map[string]string{"dbcanary": "canary-" + strconv.FormatInt(time.Now().UnixNano(), 36), "dbcanary_nocreate": "nocreate-secret"}
 	openSearchSecurityFiles(t, sec, passwords)
 	passFile, wrongFile, nocreateFile := filepath.Join(dir, "password"), filepath.Join(dir, "wrong-password"), filepath.Join(dir, "nocreate-password")
-	write(t, passFile, []byte(passwords["dbcanary"]))
-	write(t, wrongFile, []byte("not-the-password"))
-	write(t, nocreateFile, []byte(passwords["dbcanary_nocreate"]))
+	pki.WriteFile(t, passFile, []byte(passwords["dbcanary"]))
+	pki.WriteFile(t, wrongFile, []byte("not-the-password"))
+	pki.WriteFile(t, nocreateFile, []byte(passwords["dbcanary_nocreate"]))
 
 	port := stack.FreePort(t)
 	startPrivate(t, "opensearch", dir,
@@ -244,7 +245,7 @@ func TestOpenSearchSecurityPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(authority.cert)
+	roots.AddCert(authority.Cert)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}}}}
 	countURL := fmt.Sprintf("https://127.0.0.1:%d/dbcanary-good-*/_count", port)
 	var count string

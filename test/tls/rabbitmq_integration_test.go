@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -36,8 +37,8 @@ func privateTLSBrokerCert(t *testing.T, authority *ca, notBefore, notAfter time.
 		t.Fatal(err)
 	}
 	tlsDir := filepath.Join(dir, "tls")
-	write(t, filepath.Join(tlsDir, "ca.pem"), authority.pem)
-	authority.issueFiles(t, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"), "rabbitmq.dbcanary.test",
+	pki.WriteFile(t, filepath.Join(tlsDir, "ca.pem"), authority.PEM)
+	authority.Issue(t, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"), "rabbitmq.dbcanary.test",
 		notBefore, notAfter, x509.ExtKeyUsageServerAuth)
 	// Erlang reads the key as the broker's user: root here, but keep it readable.
 	_ = os.Chmod(filepath.Join(tlsDir, "server-key.pem"), 0o644)
@@ -64,11 +65,11 @@ func amqpPort(t *testing.T) int {
 func TestRabbitMQOverAMQPS(t *testing.T) {
 	authority, other := newCA(t, "dbcanary test CA"), newCA(t, "some other CA")
 	dir := t.TempDir()
-	caFile, otherFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other.pem")
-	write(t, caFile, authority.pem)
-	write(t, otherFile, other.pem)
+	caFile, otherFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other.PEM")
+	pki.WriteFile(t, caFile, authority.PEM)
+	pki.WriteFile(t, otherFile, other.PEM)
 	clientCert, clientKey := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	authority.issueFiles(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
+	authority.Issue(t, clientCert, clientKey, "dbcanary", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), x509.ExtKeyUsageClientAuth)
 	env := privateTLSBroker(t, authority)
 	url := env.Get(t, "DBCANARY_TEST_RABBITMQ_TLS_URL")
 	target := func(name, tlsBlock string) string {

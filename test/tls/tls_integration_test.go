@@ -11,18 +11,11 @@ package tls
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -49,77 +43,16 @@ func TestMain(m *testing.M) {
 	stack.Exit(m.Run(), remove)
 }
 
-// ca is a certificate authority made by the test.
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+// ca is a certificate authority made by the test (test/pki).
+type ca = pki.CA
 
-func newCA(t *testing.T, name string) *ca {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &ca{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
+func newCA(t *testing.T, name string) *ca { return pki.NewCA(t, name) }
 
 // issue writes public.crt and private.key (MinIO's names) for a server
 // certificate valid from notBefore to notAfter, for 127.0.0.1 and localhost.
-func (c *ca) issue(t *testing.T, dir string, notBefore, notAfter time.Time) *x509.Certificate {
+func issue(t *testing.T, c *ca, dir string, notBefore, notAfter time.Time) *x509.Certificate {
 	t.Helper()
-	return c.issueFiles(t, filepath.Join(dir, "public.crt"), filepath.Join(dir, "private.key"), "minio.dbcanary.test", notBefore, notAfter, x509.ExtKeyUsageServerAuth)
-}
-
-// issueFiles writes a certificate and its key signed by c: a server
-// certificate for 127.0.0.1 and localhost, or a client certificate.
-func (c *ca) issueFiles(t *testing.T, certPath, keyPath, cn string, notBefore, notAfter time.Time, usage x509.ExtKeyUsage) *x509.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(t, keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	cert, _ := x509.ParseCertificate(der)
-	return cert
-}
-
-func write(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return c.Issue(t, filepath.Join(dir, "public.crt"), filepath.Join(dir, "private.key"), "minio.dbcanary.test", notBefore, notAfter, x509.ExtKeyUsageServerAuth)
 }
 
 // minio is a private MinIO over https.
@@ -134,8 +67,8 @@ func startMinIO(t *testing.T, certsDir string) *minio {
 	dir := t.TempDir()
 	port, console := stack.FreePort(t), stack.FreePort(t)
 	m := &minio{endpoint: fmt.Sprintf("127.0.0.1:%d", port), userFile: filepath.Join(dir, "user"), passFile: filepath.Join(dir, "pass")}
-	write(t, m.userFile, []byte("dbcanarytls"))
-	write(t, m.passFile, []byte("dbcanarytls-secret"))
+	pki.WriteFile(t, m.userFile, []byte("dbcanarytls"))
+	pki.WriteFile(t, m.passFile, []byte("dbcanarytls-secret"))
 	cmd := exec.Command(minioBin, "server", filepath.Join(dir, "data"), "--address", m.endpoint,
 		"--console-address", fmt.Sprintf("127.0.0.1:%d", console), "--certs-dir", certsDir)
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER=dbcanarytls", "MINIO_ROOT_PASSWORD=dbcanarytls-secret", "MINIO_BROWSER=off", "MINIO_UPDATE=off")
@@ -183,17 +116,17 @@ func (m *minio) target(name, tlsBlock string) string {
 func config(t *testing.T, targets ...string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "dbcanary.yaml")
-	write(t, p, []byte("global: {instance_id: tls-test, timeout: 5s}\ntargets:\n"+strings.Join(targets, "")))
+	pki.WriteFile(t, p, []byte("global: {instance_id: tls-test, timeout: 5s}\ntargets:\n"+strings.Join(targets, "")))
 	return p
 }
 
 func TestS3OverHTTPSCertExpiry(t *testing.T) {
 	authority := newCA(t, "dbcanary test CA")
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	write(t, caFile, authority.pem)
+	pki.WriteFile(t, caFile, authority.PEM)
 	certs := t.TempDir()
 	// Expires in 5 days: inside the default critical threshold (7 days).
-	leaf := authority.issue(t, certs, time.Now().Add(-time.Hour), time.Now().Add(5*24*time.Hour).Truncate(time.Second))
+	leaf := issue(t, authority, certs, time.Now().Add(-time.Hour), time.Now().Add(5*24*time.Hour).Truncate(time.Second))
 	m := startMinIO(t, certs)
 
 	cfg := config(t, m.target("s3-tls", "{ca_file: "+caFile+"}"))
@@ -258,12 +191,12 @@ func TestS3OverHTTPSCertExpiry(t *testing.T) {
 func TestTLSFailuresSayWhich(t *testing.T) {
 	authority, other := newCA(t, "dbcanary test CA"), newCA(t, "some other CA")
 	dir := t.TempDir()
-	caFile, otherFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other.pem")
-	write(t, caFile, authority.pem)
-	write(t, otherFile, other.pem)
+	caFile, otherFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other.PEM")
+	pki.WriteFile(t, caFile, authority.PEM)
+	pki.WriteFile(t, otherFile, other.PEM)
 	good, expired := t.TempDir(), t.TempDir()
-	authority.issue(t, good, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
-	authority.issue(t, expired, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	issue(t, authority, good, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
+	issue(t, authority, expired, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	mGood, mExpired := startMinIO(t, good), startMinIO(t, expired)
 
 	cfg := config(t,
