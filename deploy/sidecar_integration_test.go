@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,15 +32,7 @@ import (
 var sidecarScrapeFile = filepath.Join(repoRoot, "deploy", "kubernetes", "sidecar", "prometheus-scrape.yml")
 
 // freeAddr is a 127.0.0.1 address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return stack.FreeAddr(t) }
 
 // startProcess runs a command until the test ends (killed by its PID), its output kept for failures.
 func startProcess(t *testing.T, name string, cmd *exec.Cmd) {

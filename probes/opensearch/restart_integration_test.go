@@ -5,7 +5,6 @@ package opensearch
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,15 +58,7 @@ func startPrivateNode(t *testing.T) *privateNode {
 	return n
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { t.Helper(); return stack.FreePort(t) }
 
 func (n *privateNode) script(action string) (string, error) {
 	cmd := exec.Command("bash", filepath.Join(stack.Dir(), "opensearch.sh"), action)

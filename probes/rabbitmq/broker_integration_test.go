@@ -5,7 +5,6 @@ package rabbitmq_test
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,20 +64,7 @@ func startPrivateBroker(t testing.TB) *privateBroker {
 
 // freePort returns a port nothing listens on, outside the range rabbitmqctl
 // uses for its own Erlang node (35672-35682).
-func freePort(t testing.TB) int {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if port < 35672 || port > 35682 {
-			return port
-		}
-	}
-}
+func freePort(t testing.TB) int { t.Helper(); return stack.FreePort(t) }
 
 func (b *privateBroker) script(action string) (string, error) {
 	cmd := exec.Command("bash", filepath.Join(stack.Dir(), "rabbitmq.sh"), action)

@@ -5,7 +5,6 @@ package s3
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,15 +31,7 @@ type privateMinio struct {
 	exited                       chan struct{}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return stack.FreeAddr(t) }
 
 func startPrivateMinio(t *testing.T) *privateMinio {
 	t.Helper()

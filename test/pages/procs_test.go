@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // proc is a server process this test started; it is stopped by its PID
@@ -86,15 +87,7 @@ func (p *proc) tail(n int64) string {
 }
 
 // freeAddr returns 127.0.0.1:<a free port>.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return stack.FreeAddr(t) }
 
 // waitReady polls url until it answers 200, failing the test after timeout.
 func waitReady(t *testing.T, p *proc, url string, timeout time.Duration) {

@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -79,15 +80,82 @@ func Exit(code int, cleanups ...func()) {
 	os.Exit(code)
 }
 
-// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+// FreePort returns a TCP port free on 127.0.0.1 for a server the test
+// starts. It is taken above the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range, 32768-60999 by default; below it if there
+// is no room above): a port the kernel handed out with ":0" is in that range,
+// and any outgoing connection of any process may take it before the server
+// binds it (seen once in CI: a private Cassandra's port "taken by another
+// process"). A reservation file (O_EXCL, in the temp dir, reclaimed after
+// an hour) keeps two test processes from picking the same port.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo, hi := portRange()
+	for range 200 {
+		port := lo + portRand.IntN(hi-lo+1)
+		if !reservePort(port) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in %d-%d on 127.0.0.1 after 200 tries", lo, hi)
+	return 0
+}
+
+// FreeAddr is 127.0.0.1:<FreePort>.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+}
+
+var portRand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+
+// portRange is where FreePort picks: above the ephemeral range if it leaves
+// 1000 ports there, else the 5000 below it.
+func portRange() (lo, hi int) {
+	elo, ehi := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			a, errA := strconv.Atoi(f[0])
+			z, errZ := strconv.Atoi(f[1])
+			if errA == nil && errZ == nil && a > 0 && z >= a {
+				elo, ehi = a, z
+			}
+		}
+	}
+	if 65535-ehi >= 1000 {
+		return ehi + 1, 65535
+	}
+	return max(elo-5000, 1024), elo - 1
+}
+
+// reservePort claims port for this process with a file created O_EXCL; a
+// claim older than an hour is stale and taken over.
+func reservePort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "dbcanary-test-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return true // no reservation possible: the bind check alone decides
+	}
+	path := filepath.Join(dir, strconv.Itoa(port))
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
+			_ = f.Close()
+			return true
+		}
+		fi, serr := os.Stat(path)
+		if serr != nil || time.Since(fi.ModTime()) < time.Hour {
+			return false
+		}
+		_ = os.Remove(path)
+	}
+	return false
 }
 
 // Log is a buffer a process writes and a test reads at the same time.
