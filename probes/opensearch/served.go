@@ -28,6 +28,16 @@ func (t servedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.rt.RoundTrip(req)
 }
 
+// CloseIdleConnections passes the client's Close on to the wrapped
+// transport: the client closes its idle connections only through a
+// transport that has this method (without it test/leak found their
+// goroutines left after Close).
+func (t servedTransport) CloseIdleConnections() {
+	if c, ok := t.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // nameServedNodes adds the nodes a failed op's requests went to to its error
 // when the target has more than one address.
 func nameServedNodes(err error, nodes []string, addresses int) error {

@@ -103,3 +103,11 @@ func TestNameServedNodesKeepsCause(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// The client's Close reaches the HTTP transport through the wrapper.
+func TestServedTransportClosesIdleConnections(t *testing.T) {
+	var rt http.RoundTripper = servedTransport{&http.Transport{}}
+	if _, ok := rt.(interface{ CloseIdleConnections() }); !ok {
+		t.Fatal("servedTransport hides CloseIdleConnections: the client's Close would leave idle connections open")
+	}
+}
