@@ -334,6 +334,9 @@ func (a *alerting) waitScraped(t *testing.T, target string) {
 // returns its env.
 func useCluster(t *testing.T, script string) stack.Env {
 	t.Helper()
+	if script == "rabbitmq-cluster" {
+		rabbitmqClusterTLS(t) // AMQPS beside AMQP on every node
+	}
 	env, err := stack.Start(script)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,9 @@
 # Erlang distribution port DIST_BASE+i, one Erlang cookie for all; nodes 2..N
 # join node 1 once (rabbitmqctl join_cluster) and rejoin by themselves after a
 # restart. The single node of rabbitmq.sh (5672) is not touched.
+# With DBCANARY_RABBITMQ_CLUSTER_TLS_DIR (ca.pem, server.pem, server-key.pem
+# for 127.0.0.1, made by the test) every node also listens for AMQPS on
+# TLS_BASE+i (DBCANARY_RABBITMQ_CLUSTER_TLS_PORT_BASE, default 15900).
 # Usage: rabbitmq-cluster.sh install|start|stop|status|env
 source "$(dirname "$0")/lib.sh"
 
@@ -14,6 +17,8 @@ NODES=${DBCANARY_RABBITMQ_NODES:-3}
 PORT_BASE=${DBCANARY_RABBITMQ_CLUSTER_PORT_BASE:-15800}
 DIST_BASE=${DBCANARY_RABBITMQ_CLUSTER_DIST_PORT_BASE:-25800} # not 25672, not 35672-35682 (rabbitmqctl)
 CDIR=$STACK_DIR/rabbitmq-cluster
+TLS_DIR=${DBCANARY_RABBITMQ_CLUSTER_TLS_DIR:-}
+TLS_BASE=${DBCANARY_RABBITMQ_CLUSTER_TLS_PORT_BASE:-15900}
 SBIN=/usr/lib/rabbitmq/bin
 
 [[ "$NODES" =~ ^[1-9]$ ]] || die "rabbitmq-cluster: DBCANARY_RABBITMQ_NODES must be 1-9, not $NODES"
@@ -27,7 +32,8 @@ node() {
   DBCANARY_RABBITMQ_NODENAME=$(name "$i") \
   DBCANARY_RABBITMQ_PORT=$((PORT_BASE + i)) \
   DBCANARY_RABBITMQ_DIST_PORT=$((DIST_BASE + i)) \
-  DBCANARY_RABBITMQ_TLS_PORT= \
+  DBCANARY_RABBITMQ_TLS_PORT=$([ -n "$TLS_DIR" ] && echo $((TLS_BASE + i))) \
+  DBCANARY_RABBITMQ_TLS_DIR=$TLS_DIR \
   bash "$HERE/rabbitmq.sh" "$@"
 }
 
@@ -94,6 +100,12 @@ env_() {
   local urls="" i
   for i in $(seq 1 "$NODES"); do urls+="${urls:+,}amqp://127.0.0.1:$((PORT_BASE + i))/"; done
   echo "DBCANARY_TEST_RABBITMQ_URLS=$urls"
+  if [ -n "$TLS_DIR" ]; then
+    urls=""
+    for i in $(seq 1 "$NODES"); do urls+="${urls:+,}amqps://127.0.0.1:$((TLS_BASE + i))/"; done
+    echo "DBCANARY_TEST_RABBITMQ_TLS_URLS=$urls"
+    echo "DBCANARY_TEST_RABBITMQ_CA_FILE=$TLS_DIR/ca.pem"
+  fi
   echo "DBCANARY_TEST_RABBITMQ_USER=dbcanary"
   echo "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE=$CDIR/node1/rabbitmq/password"
   echo "DBCANARY_TEST_RABBITMQ_NODES=$NODES"
