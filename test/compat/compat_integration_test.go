@@ -34,6 +34,7 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/test/pki"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
@@ -93,24 +94,11 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 }
 
-// newCA makes a self-signed CA valid for a day.
+// newCA makes a self-signed CA (test/pki) and returns its certificate, key and DER.
 func newCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key, der
+	a := pki.NewCA(t, name)
+	return a.Cert, a.Key, a.Cert.Raw
 }
 
 // serverCert makes a CA and a server certificate it signed for 127.0.0.1 and
