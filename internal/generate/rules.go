@@ -172,16 +172,45 @@ func qs(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) }
 
 func (o Options) runbook(alert string) string { return o.RunbookURL + "#" + strings.ToLower(alert) }
 
-// Rules builds the rule file.
+// Rules builds the rule file: recording rules, the baselines as series, the
+// alerts (one function per family) and the per-op latency thresholds.
 func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	opt = opt.withDefaults()
 	th, err := Thresholds(b)
 	if err != nil {
 		return nil, err
 	}
+	p := b.Policy
+	al := RuleGroup{Name: "dbcanary-alerts"}
+	for _, family := range [][]Rule{exporterAlerts(p, opt), targetAlerts(opt), opAlerts(p, opt), burnRateAlerts(p, opt),
+		{driftAlert(p, opt)}, certRules(p, opt)} {
+		al.Rules = append(al.Rules, family...)
+	}
+	lat := RuleGroup{Name: "dbcanary-latency-baseline"}
+	for _, t := range th {
+		lat.Rules = append(lat.Rules, latencyRule(t, p.MinSlowSamples, opt))
+	}
+	groups := []RuleGroup{recordingRules(opt), baselineRules(b), al, lat}
+	for _, g := range groups {
+		for i := range g.Rules {
+			g.Rules[i].Expr = keepLabels(g.Rules[i].Expr, p.AggregateBy)
+		}
+	}
+	return &RuleFile{Groups: groups}, nil
+}
+
+func add(g *RuleGroup, r Rule) { g.Rules = append(g.Rules, r) }
+
+// alert is an alerting rule with its severity, for: and annotations.
+func (o Options) alert(name, expr string, forDur time.Duration, sev, summary, desc string) Rule {
+	return Rule{Alert: name, Expr: expr, Labels: map[string]string{"severity": sev}, For: o.forOf(name, sev, forDur),
+		Annotations: map[string]string{"summary": summary, "description": desc, "runbook_url": o.runbook(name)}}
+}
+
+// recordingRules are the quantiles, rates and error ratios the alerts and boards read.
+func recordingRules(opt Options) RuleGroup {
 	w5 := opt.dur(5 * time.Minute)
 	rec := RuleGroup{Name: "dbcanary-recording"}
-	add := func(g *RuleGroup, r Rule) { g.Rules = append(g.Rules, r) }
 	for _, q := range Quantiles {
 		// Every attempt counts, failed ones too: a timed-out op is at least
 		// as slow as its timeout and must not drop out of the p99.
@@ -217,8 +246,12 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 			`sum by (target, backend) (increase(dbcanary_op_failures_total{cause!~"%[3]s"}[%[1]s])) / (sum by (target, backend) (avg_over_time(dbcanary_op_expected_rate[%[1]s])) * %[2]s)`,
 			ws, secs(opt, w), notAvailability)})
 	}
+	return rec
+}
 
-	// Baselines as series, so boards can draw and divide by them.
+// baselineRules are the baseline's latency figures as series, so boards can
+// draw and divide by them.
+func baselineRules(b *baseline.File) RuleGroup {
 	base := RuleGroup{Name: "dbcanary-baselines"}
 	for _, f := range b.Figures {
 		q, isQ := f.Quantile()
@@ -244,31 +277,35 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 			}
 		}
 	}
+	return base
+}
 
-	p := b.Policy
-	budget := 1 - p.SLOObjective
-	al := RuleGroup{Name: "dbcanary-alerts"}
-	alert := func(name, expr string, forDur time.Duration, sev, summary, desc string) Rule {
-		return Rule{Alert: name, Expr: expr, Labels: map[string]string{"severity": sev}, For: opt.forOf(name, sev, forDur),
-			Annotations: map[string]string{"summary": summary, "description": desc, "runbook_url": opt.runbook(name)}}
-	}
-	add(&al, alert(AlertExporterAbsent, fmt.Sprintf(`absent(up{job="%s"})`, p.Job), 5*time.Minute, "critical",
+// exporterAlerts: dbcanary itself not scraped, down, or its config reload failed.
+func exporterAlerts(p baseline.Policy, opt Options) []Rule {
+	al := RuleGroup{}
+	add(&al, opt.alert(AlertExporterAbsent, fmt.Sprintf(`absent(up{job="%s"})`, p.Job), 5*time.Minute, "critical",
 		"No dbcanary scrape target exists",
 		fmt.Sprintf(`Prometheus has no target in job "%s" (value {{ $value }}): dbcanary is not being scraped, so none of its alerts can fire.`, p.Job)))
-	add(&al, alert(AlertExporterDown, fmt.Sprintf(`up{job="%s"} == 0`, p.Job), 2*time.Minute, "critical",
+	add(&al, opt.alert(AlertExporterDown, fmt.Sprintf(`up{job="%s"} == 0`, p.Job), 2*time.Minute, "critical",
 		"dbcanary {{ $labels.instance }} cannot be scraped",
 		"Scraping {{ $labels.instance }} fails (up = {{ $value }}): the canary is down or unreachable, so its targets are unwatched."))
-	add(&al, alert(AlertConfigReloadFailed, `dbcanary_config_last_reload_successful == 0`, 5*time.Minute, "warning",
+	add(&al, opt.alert(AlertConfigReloadFailed, `dbcanary_config_last_reload_successful == 0`, 5*time.Minute, "warning",
 		"dbcanary {{ $labels.instance }} failed to reload its config",
 		"The last config reload failed (value {{ $value }}; baseline: 1 = success); the previous config keeps running."))
+	return al.Rules
+}
+
+// targetAlerts: a target down or misconfigured, and its store's nodes down.
+func targetAlerts(opt Options) []Rule {
+	al := RuleGroup{}
 	// A misconfigured target pages as such, not also as down.
-	add(&al, alert(AlertTargetDown, `dbcanary_target_up == 0 unless dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
+	add(&al, opt.alert(AlertTargetDown, `dbcanary_target_up == 0 unless dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is down",
 		"dbcanary cannot reach {{ $labels.target }} (dbcanary_target_up = {{ $value }}; baseline: 1): the latest run of at least one op failed with timeout, refused, DNS, TLS or server errors. The status page (/) shows which op and the error."))
 	// A node the driver sees down while the target serves through the
 	// others: a ticket (the next node lost may stop the target), never a
 	// page; a target that is down pages as such instead.
-	add(&al, alert(AlertStoreNodeDown, `dbcanary_store_node_up == 0 and ignoring (node) dbcanary_target_up == 1`, 5*time.Minute, "warning",
+	add(&al, opt.alert(AlertStoreNodeDown, `dbcanary_store_node_up == 0 and ignoring (node) dbcanary_target_up == 1`, 5*time.Minute, "warning",
 		"{{ $labels.backend }} node {{ $labels.node }} of target {{ $labels.target }} is down",
 		"The driver of {{ $labels.target }} sees node {{ $labels.node }} down (dbcanary_store_node_up = {{ $value }}; baseline: 1) while the target still serves through the other nodes: one more node lost may stop it. Check the node's process and its logs; the status page (/) shows the target's ops."))
 	// The gauge exists only for targets whose driver knows the store's nodes.
@@ -278,64 +315,67 @@ func Rules(b *baseline.File, opt Options) (*RuleFile, error) {
 	// manager blocks only metadata writes, and a lone node holding the
 	// canary's primary goes on serving it: docs/clusters.md). A page; a
 	// target that is down pages DbcanaryTargetDown instead.
-	add(&al, alert(AlertStoreMajorityDown, `count without (node) (dbcanary_store_node_up == 0) > count without (node) (dbcanary_store_node_up) / 2 unless ignoring (node) dbcanary_target_up == 0`, 2*time.Minute, "critical",
+	add(&al, opt.alert(AlertStoreMajorityDown, `count without (node) (dbcanary_store_node_up == 0) > count without (node) (dbcanary_store_node_up) / 2 unless ignoring (node) dbcanary_target_up == 0`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }}: most of its store's nodes are down",
 		"{{ $value }} of the nodes {{ $labels.target }} knows are down (dbcanary_store_node_up; baseline: none) while the canary is still served: the store has lost its quorum (an OpenSearch cluster without a cluster manager, a Cassandra ring whose QUORUM cannot be met for some keys, a RabbitMQ cluster without a majority). The next write that needs a quorum, an index creation or a mapping change fails. The status page (/) names the nodes; DbcanaryStoreNodeDown names each."))
 	al.Rules[len(al.Rules)-1].Comment = "pint disable promql/series(dbcanary_store_node_up)"
-	add(&al, alert(AlertTargetMisconfigured, `dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
+	add(&al, opt.alert(AlertTargetMisconfigured, `dbcanary_target_misconfigured == 1`, 2*time.Minute, "critical",
 		"{{ $labels.backend }} target {{ $labels.target }} is misconfigured: credentials or permissions",
 		"dbcanary reaches {{ $labels.target }} but cannot use it (dbcanary_target_misconfigured = {{ $value }}; baseline: 0): credentials rejected (cause auth) or a missing bucket, index, keyspace, grant or permission (cause setup). This is a setup problem, not data loss: the status page (/) and the logs name what is missing."))
+	return al.Rules
+}
+
+// opAlerts: an op stale, failing often, losing or corrupting data, or backlogged.
+func opAlerts(p baseline.Policy, opt Options) []Rule {
+	w5 := opt.dur(5 * time.Minute)
+	al := RuleGroup{}
 	staleAfter := secs(opt, time.Duration(p.StaleAfter))
-	add(&al, alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0`, qs(p.StaleIntervals*opt.TimeScale), staleAfter), 2*time.Minute, "warning",
+	add(&al, opt.alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0`, qs(p.StaleIntervals*opt.TimeScale), staleAfter), 2*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} has not succeeded recently",
 		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s or %g of the op's intervals, whichever is longer).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)), p.StaleIntervals)))
-	add(&al, alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d`, RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures), 5*time.Minute, "warning",
+	add(&al, opt.alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d`, RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures), 5*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s and at least %d failures; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning), p.ErrorMinFailures)))
 	// The durability ledger's checks page as DbcanaryDurabilityLoss (with the age), not twice.
-	add(&al, alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found",op!="ledger_check"}[%s])) > 0`, w5), 0, "critical",
+	add(&al, opt.alert(AlertDataIntegrity, fmt.Sprintf(`sum by (target, backend, op, cause) (increase(dbcanary_op_failures_total{cause=~"mismatch|lost|not_found",op!="ledger_check"}[%s])) > 0`, w5), 0, "critical",
 		"Data integrity failure on {{ $labels.backend }} target {{ $labels.target }}: {{ $labels.cause }}",
 		fmt.Sprintf("%s %s failure(s) of op %s in the last %s: the store answered but what the canary wrote was changed, gone or never delivered (baseline: 0).", wholeValue, "{{ $labels.cause }}", "{{ $labels.op }}", w5)))
-	add(&al, alert(AlertDurabilityLoss, fmt.Sprintf(`sum by (target, backend, age, result) (increase(dbcanary_ledger_checks_total{result=~"missing|corrupted"}[%s])) > 0`, w5), 0, "critical",
+	add(&al, opt.alert(AlertDurabilityLoss, fmt.Sprintf(`sum by (target, backend, age, result) (increase(dbcanary_ledger_checks_total{result=~"missing|corrupted"}[%s])) > 0`, w5), 0, "critical",
 		"Acknowledged write {{ $labels.result }} on {{ $labels.backend }} target {{ $labels.target }} at the {{ $labels.age }} check",
 		fmt.Sprintf("%s write(s) the store acknowledged were found %s when read back %s later (durability ledger, last %s; baseline: 0): the store lost or changed data it had confirmed.", wholeValue, "{{ $labels.result }}", "{{ $labels.age }}", w5)))
-	add(&al, alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
+	add(&al, opt.alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
 		"dbcanary ops on {{ $labels.target }} cannot start: in-flight bound reached",
 		fmt.Sprintf("%s %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", wholeValue, "{{ $labels.op }}", w5)))
+	return al.Rules
+}
+
+// burnRateAlerts: the multi-window error-budget burn alerts of the availability SLO.
+func burnRateAlerts(p baseline.Policy, opt Options) []Rule {
+	budget := 1 - p.SLOObjective
+	al := RuleGroup{}
 	for _, ba := range burnAlerts {
 		thr := qs(round(ba.factor * budget))
 		long, short := RecTargetErrorRatio+windowName(ba.long), RecTargetErrorRatio+windowName(ba.short)
 		// An outage that already paged as down or misconfigured does not page
 		// again as a burn while its failures are in the short window.
-		add(&al, alert(AlertErrorBudgetBurn, fmt.Sprintf(`(%s > %s and %s > %s) unless on (target, backend) max_over_time(ALERTS{alertname=~"%s|%s",alertstate="firing"}[%s])`,
+		add(&al, opt.alert(AlertErrorBudgetBurn, fmt.Sprintf(`(%s > %s and %s > %s) unless on (target, backend) max_over_time(ALERTS{alertname=~"%s|%s",alertstate="firing"}[%s])`,
 			long, thr, short, thr, AlertTargetDown, AlertTargetMisconfigured, opt.dur(ba.short)), ba.forDur, ba.severity,
 			fmt.Sprintf("%s target {{ $labels.target }} burns its error budget %gx too fast", "{{ $labels.backend }}", ba.factor),
 			fmt.Sprintf("Error ratio {{ $value | humanizePercentage }} over %s (and over %s) is above %s = %g x the %s error budget of the %s availability SLO (policy.slo_objective).",
 				opt.dur(ba.long), opt.dur(ba.short), pct(round(ba.factor*budget)), ba.factor, pct(budget), pct(p.SLOObjective))))
 		al.Rules[len(al.Rules)-1].Labels["window"] = windowName(ba.long)
 	}
-	add(&al, alert(AlertLatencyDrift,
+	return al.Rules
+}
+
+// driftAlert: an op's hourly p99 much slower than a day ago.
+func driftAlert(p baseline.Policy, opt Options) Rule {
+	return opt.alert(AlertLatencyDrift,
 		fmt.Sprintf(`%[1]s > %[2]s * (%[1]s offset %[3]s) and %[1]s > %[4]s`, RecLatencyQuantile1h, qs(p.DriftFactor), opt.dur(24*time.Hour), qs(p.DriftMinSeconds)),
 		30*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} is much slower than a day ago",
 		fmt.Sprintf(`p99 over %s is {{ printf "%%.3f" $value }}s, more than %g x the same window %s earlier (policy.drift_factor; only above %gs).`,
-			opt.dur(time.Hour), p.DriftFactor, opt.dur(24*time.Hour), p.DriftMinSeconds)))
-
-	for _, r := range certRules(p, opt) {
-		add(&al, r)
-	}
-
-	lat := RuleGroup{Name: "dbcanary-latency-baseline"}
-	for _, t := range th {
-		add(&lat, latencyRule(t, p.MinSlowSamples, opt))
-	}
-	groups := []RuleGroup{rec, base, al, lat}
-	for _, g := range groups {
-		for i := range g.Rules {
-			g.Rules[i].Expr = keepLabels(g.Rules[i].Expr, p.AggregateBy)
-		}
-	}
-	return &RuleFile{Groups: groups}, nil
+			opt.dur(time.Hour), p.DriftFactor, opt.dur(24*time.Hour), p.DriftMinSeconds))
 }
 
 // byTarget is every grouping of the rules that starts with the target label:
