@@ -330,33 +330,10 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 		}
 		return Target{}, errs
 	}
-	// The target's own keys are decoded into Target; a backend's section
-	// (the key named after it) into that backend's config.
-	generic := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line}
-	sections := map[string]*yaml.Node{}
-	sectionLines := map[string]int{}
-	fields := yamlFields(reflectType[Target]())
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		k, v := n.Content[j], n.Content[j+1]
-		if _, ok := fields[k.Value]; ok {
-			generic.Content = append(generic.Content, k, v)
-		} else if _, ok := probes.Lookup(k.Value); ok {
-			sections[k.Value], sectionLines[k.Value] = v, k.Line
-		}
-	}
-	// A section's problems wait until the backend is known: those of a
-	// section for another backend would only repeat that it does not match.
-	inSection := func(pr problem) string {
-		for name := range sections {
-			if sp := p + "." + name; pr.path == sp || strings.HasPrefix(pr.path, sp+".") || strings.HasPrefix(pr.path, sp+"[") {
-				return name
-			}
-		}
-		return ""
-	}
+	ts := splitTarget(n, p)
 	stop := false
 	for _, pr := range problems {
-		if inSection(pr) == "" {
+		if ts.sectionOf(pr) == "" {
 			errs = append(errs, pr.err())
 			stop = stop || !pr.unknownKey
 		}
@@ -365,7 +342,7 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 		return Target{}, errs // later checks would only repeat these problems
 	}
 	var t Target
-	if err := generic.Decode(&t); err != nil {
+	if err := ts.generic.Decode(&t); err != nil {
 		return Target{}, append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
 	}
 	if t.Timeout == 0 {
@@ -374,7 +351,49 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 	if t.MaxInFlight == 0 {
 		t.MaxInFlight = g.MaxInFlight
 	}
+	errs = append(errs, validateTarget(p, t)...)
+	return ts.decodeBackend(t, problems, errs)
+}
 
+// targetSections is a target's mapping split in two: the target's own keys,
+// and each backend's section (the key named after it).
+type targetSections struct {
+	p            string // the target's path, targets[i]
+	generic      *yaml.Node
+	sections     map[string]*yaml.Node
+	sectionLines map[string]int
+}
+
+func splitTarget(n *yaml.Node, p string) targetSections {
+	ts := targetSections{p: p, generic: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line},
+		sections: map[string]*yaml.Node{}, sectionLines: map[string]int{}}
+	fields := yamlFields(reflectType[Target]())
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		if _, ok := fields[k.Value]; ok {
+			ts.generic.Content = append(ts.generic.Content, k, v)
+		} else if _, ok := probes.Lookup(k.Value); ok {
+			ts.sections[k.Value], ts.sectionLines[k.Value] = v, k.Line
+		}
+	}
+	return ts
+}
+
+// sectionOf is the backend section pr is in, or "". A section's problems wait
+// until the backend is known: those of a section for another backend would
+// only repeat that it does not match.
+func (ts targetSections) sectionOf(pr problem) string {
+	for name := range ts.sections {
+		if sp := ts.p + "." + name; pr.path == sp || strings.HasPrefix(pr.path, sp+".") || strings.HasPrefix(pr.path, sp+"[") {
+			return name
+		}
+	}
+	return ""
+}
+
+// validateTarget checks the target's own keys: name, timeout, max_in_flight, labels.
+func validateTarget(p string, t Target) []error {
+	var errs []error
 	switch {
 	case t.Name == "":
 		errs = append(errs, fmt.Errorf("%s.name: missing: every target needs a unique name", p))
@@ -395,7 +414,13 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 			errs = append(errs, fmt.Errorf("%s.labels.%s: reserved label name (dbcanary sets it)", p, k))
 		}
 	}
+	return errs
+}
 
+// decodeBackend decodes and validates the section of t's backend into
+// t.Probe and resolves its ops; errs are the target's errors so far.
+func (ts targetSections) decodeBackend(t Target, problems []problem, errs []error) (Target, []error) {
+	p := ts.p
 	b, ok := probes.Lookup(t.Backend)
 	switch {
 	case t.Backend == "":
@@ -405,17 +430,17 @@ func decodeTarget(n *yaml.Node, i int, g Global, problems []problem) (Target, []
 		errs = append(errs, fmt.Errorf("%s.backend: unknown backend %q (known: %s)", p, t.Backend, strings.Join(probes.Names(), ", ")))
 		return t, errs
 	}
-	for _, name := range slices.Sorted(maps.Keys(sectionLines)) {
+	for _, name := range slices.Sorted(maps.Keys(ts.sectionLines)) {
 		if name != t.Backend {
-			errs = append(errs, fmt.Errorf("%s.%s: line %d: section does not match backend %q", p, name, sectionLines[name], t.Backend))
+			errs = append(errs, fmt.Errorf("%s.%s: line %d: section does not match backend %q", p, name, ts.sectionLines[name], t.Backend))
 		}
 	}
 	t.Probe = b.NewConfig()
 	sp := p + "." + t.Backend
-	if sn := sections[t.Backend]; sn != nil {
+	if sn := ts.sections[t.Backend]; sn != nil {
 		before := len(errs)
 		for _, pr := range problems {
-			if inSection(pr) == t.Backend {
+			if ts.sectionOf(pr) == t.Backend {
 				errs = append(errs, pr.err())
 			}
 		}
