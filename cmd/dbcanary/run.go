@@ -19,11 +19,13 @@ import (
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/dbcanary/dbcanary/internal/shard"
 	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/internal/web"
 )
@@ -50,14 +52,41 @@ func newRunCmd(g *globalFlags, stderr io.Writer) *cobra.Command {
 			return runDaemon(cmd.Context(), g, f, stderr)
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register defines every flag of `dbcanary run`, the --shard.* and --vantage ones too.
+func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.listen, "web.listen-address", []string{DefaultListenAddress}, "Addresses to listen on for the web interface and metrics (repeatable).")
 	fl.StringVar(&f.webConfig, "web.config.file", "", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format).")
 	fl.StringVar(&f.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fl.DurationVar(&f.grace, "shutdown.grace-period", 10*time.Second, "How long in-flight ops may run on shutdown or target removal before they are cancelled.")
 	fl.StringVar(&f.histograms, "metrics.histograms", "", "Classic histogram buckets: compact (the bounds alerts and boards read; docs/sizing.md) or full (every op histogram with every bound, as before the series budget). When given, it wins over the config's global.metrics.histograms; when not, that key decides (default compact). A reload cannot change the layout: restart.")
 	f.shard = addShardFlags(fl)
-	return cmd
+}
+
+// addShardFlags defines --shard.index, --shard.count and --vantage.
+func addShardFlags(fs *pflag.FlagSet) *shardFlags {
+	s := &shardFlags{}
+	fs.IntVar(&s.index, "shard.index", -1, "This replica's shard, 0 to shard.count-1 (default: $"+shard.EnvIndex+", else the StatefulSet ordinal N of the host name NAME-N).")
+	fs.IntVar(&s.count, "shard.count", 0, "Replicas sharing the targets by rendezvous hashing of target names; each target is probed by exactly one (default: $"+shard.EnvCount+", else 1: no sharding).")
+	fs.StringVar(&s.vantage, "vantage", "", "Name of the place this replica probes from (a zone): adds vantage=\"NAME\" to every dbcanary series, for several replicas probing every target (default: $"+EnvVantage+").")
+	return s
+}
+
+// daemon is what `dbcanary run` keeps between start, reloads and shutdown.
+type daemon struct {
+	g      *globalFlags
+	f      *runFlags
+	logger *slog.Logger
+	hist   metrics.Histograms // fixed at start: a reload cannot change it
+	reg    *prometheus.Registry
+	m      *metrics.Metrics
+	eng    *engine.Engine
+	st     *status.Store
+	// reloadMu serialises reloads from SIGHUP and POST /-/reload.
+	reloadMu sync.Mutex
 }
 
 func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Writer) error {
@@ -65,13 +94,8 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if err != nil {
 		return err
 	}
-	if _, err := metrics.ParseHistograms(f.histograms); err != nil {
-		return usageError(fmt.Errorf("--metrics.histograms: %w", err))
-	}
-	if f.webConfig != "" {
-		if err := toolkit.Validate(f.webConfig); err != nil {
-			return exitError{code: exitConfig, err: fmt.Errorf("--web.config.file: %w", err)}
-		}
+	if err := f.validate(); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(g, stderr)
 	if err != nil {
@@ -80,76 +104,103 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 	if cfg, err = f.shard.apply(cfg, logger); err != nil {
 		return usageError(err)
 	}
-	hist := f.histogramLayout(cfg, logger)
-	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets), "histograms", hist.String())
-	logWarnings(cfg, logger)
-
-	reg := prometheus.NewRegistry()
-	// In vantage mode every dbcanary series carries vantage="<zone>".
-	mreg, err := f.shard.registerer(reg)
+	d, err := newDaemon(g, f, cfg, logger)
 	if err != nil {
-		return usageError(err)
-	}
-	m := metrics.NewWith(mreg, metrics.Options{Histograms: hist})
-	eng := engine.New(m, mreg, logger, f.grace)
-	if err := useStateDir(eng.Ledgers(), cfg.Global.StateDir, logger); err != nil {
 		return err
 	}
-	// The status page (/) sees every sample through its own bounded store.
-	st := status.New(status.Options{Ledgers: eng.Ledgers()})
-	st.SetDaemon(status.Daemon{Build: buildInfo(), InstanceID: cfg.Global.InstanceID, ConfigFile: g.configFile, Shard: f.shard.statusShard()})
-	eng.SetObserver(st)
-	if err := eng.Apply(cfg); err != nil {
-		return fmt.Errorf("starting targets: %w", err)
-	}
-	st.ConfigLoaded(nil)
-	m.ReloadSuccess.Set(1)
-	m.ReloadTimestamp.SetToCurrentTime()
 	var ready atomic.Bool
 	ready.Store(true)
-
-	var reloadMu sync.Mutex
-	reload := func() error {
-		reloadMu.Lock()
-		defer reloadMu.Unlock()
-		cfg, err := config.LoadFile(g.configFile)
-		if err == nil {
-			cfg, err = f.shard.apply(cfg, logger)
-		}
-		if err == nil {
-			// Refused rather than half-applied: the reload gauge then says
-			// the file is not what runs, and a restart applies it whole.
-			if h := f.histogramLayout(cfg, logger); h != hist {
-				err = fmt.Errorf("global.metrics.histograms: the config asks for %s, the daemon runs %s: the layout cannot change on reload (every op histogram would be re-created); restart dbcanary to apply it", h, hist)
-			}
-		}
-		if err == nil {
-			err = eng.Apply(cfg)
-		}
-		st.ConfigLoaded(err)
-		if err != nil {
-			m.ReloadSuccess.Set(0)
-			logger.Error("config reload failed; the previous config keeps running", "err", err)
-			return err
-		}
-		st.SetInstanceID(cfg.Global.InstanceID)
-		m.ReloadSuccess.Set(1)
-		m.ReloadTimestamp.SetToCurrentTime()
-		logger.Info("config reloaded", "targets", len(cfg.Targets))
-		logWarnings(cfg, logger)
-		return nil
-	}
-
-	h, err := web.Handler(web.Options{Registry: reg, MetricsPath: f.metricsPath, Version: version.Version,
-		Reload: reload, Ready: ready.Load, Logger: logger, Status: st})
+	h, err := web.Handler(web.Options{Registry: d.reg, MetricsPath: f.metricsPath, Version: version.Version,
+		Reload: d.reload, Ready: ready.Load, Logger: logger, Status: d.st})
 	if err != nil {
 		return err
 	}
+	return d.serve(ctx, h)
+}
+
+// validate checks the flags that need no config: the histogram layout and the web config file.
+func (f *runFlags) validate() error {
+	if _, err := metrics.ParseHistograms(f.histograms); err != nil {
+		return usageError(fmt.Errorf("--metrics.histograms: %w", err))
+	}
+	if f.webConfig != "" {
+		if err := toolkit.Validate(f.webConfig); err != nil {
+			return exitError{code: exitConfig, err: fmt.Errorf("--web.config.file: %w", err)}
+		}
+	}
+	return nil
+}
+
+// newDaemon registers the metrics, builds the engine and the status page,
+// and starts cfg's targets.
+func newDaemon(g *globalFlags, f *runFlags, cfg *config.Config, logger *slog.Logger) (*daemon, error) {
+	d := &daemon{g: g, f: f, logger: logger, hist: f.histogramLayout(cfg, logger), reg: prometheus.NewRegistry()}
+	logger.Info("starting dbcanary", "version", version.Info(), "config", g.configFile, "instance_id", cfg.Global.InstanceID, "targets", len(cfg.Targets), "histograms", d.hist.String())
+	logWarnings(cfg, logger)
+	// In vantage mode every dbcanary series carries vantage="<zone>".
+	mreg, err := f.shard.registerer(d.reg)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	d.m = metrics.NewWith(mreg, metrics.Options{Histograms: d.hist})
+	d.eng = engine.New(d.m, mreg, logger, f.grace)
+	if err := useStateDir(d.eng.Ledgers(), cfg.Global.StateDir, logger); err != nil {
+		return nil, err
+	}
+	// The status page (/) sees every sample through its own bounded store.
+	d.st = status.New(status.Options{Ledgers: d.eng.Ledgers()})
+	d.st.SetDaemon(status.Daemon{Build: buildInfo(), InstanceID: cfg.Global.InstanceID, ConfigFile: g.configFile, Shard: f.shard.statusShard()})
+	d.eng.SetObserver(d.st)
+	if err := d.eng.Apply(cfg); err != nil {
+		return nil, fmt.Errorf("starting targets: %w", err)
+	}
+	d.st.ConfigLoaded(nil)
+	d.m.ReloadSuccess.Set(1)
+	d.m.ReloadTimestamp.SetToCurrentTime()
+	return d, nil
+}
+
+// reload reads the config file again and applies it whole, or keeps the
+// running config and says so (the reload gauge, the status page, the log).
+func (d *daemon) reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	cfg, err := config.LoadFile(d.g.configFile)
+	if err == nil {
+		cfg, err = d.f.shard.apply(cfg, d.logger)
+	}
+	if err == nil {
+		// Refused rather than half-applied: the reload gauge then says
+		// the file is not what runs, and a restart applies it whole.
+		if h := d.f.histogramLayout(cfg, d.logger); h != d.hist {
+			err = fmt.Errorf("global.metrics.histograms: the config asks for %s, the daemon runs %s: the layout cannot change on reload (every op histogram would be re-created); restart dbcanary to apply it", h, d.hist)
+		}
+	}
+	if err == nil {
+		err = d.eng.Apply(cfg)
+	}
+	d.st.ConfigLoaded(err)
+	if err != nil {
+		d.m.ReloadSuccess.Set(0)
+		d.logger.Error("config reload failed; the previous config keeps running", "err", err)
+		return err
+	}
+	d.st.SetInstanceID(cfg.Global.InstanceID)
+	d.m.ReloadSuccess.Set(1)
+	d.m.ReloadTimestamp.SetToCurrentTime()
+	d.logger.Info("config reloaded", "targets", len(cfg.Targets))
+	logWarnings(cfg, d.logger)
+	return nil
+}
+
+// serve serves h until a signal, ctx or a server error ends it, reloading on
+// SIGHUP, then stops the engine and the server.
+func (d *daemon) serve(ctx context.Context, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	systemd := false
-	flags := &toolkit.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &systemd, WebConfigFile: &f.webConfig}
+	flags := &toolkit.FlagConfig{WebListenAddresses: &d.f.listen, WebSystemdSocket: &systemd, WebConfigFile: &d.f.webConfig}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- web.Serve(srv, flags, logger) }()
+	go func() { srvErr <- web.Serve(srv, flags, d.logger) }()
 
 	if ctx == nil {
 		ctx = context.Background()
@@ -161,22 +212,22 @@ func runDaemon(ctx context.Context, g *globalFlags, f *runFlags, stderr io.Write
 		select {
 		case s := <-sig:
 			if s == syscall.SIGHUP {
-				_ = reload()
+				_ = d.reload()
 				continue
 			}
-			logger.Info("shutting down", "signal", s.String())
+			d.logger.Info("shutting down", "signal", s.String())
 		case err := <-srvErr:
-			eng.Stop()
+			d.eng.Stop()
 			if errors.Is(err, http.ErrServerClosed) {
 				return nil
 			}
 			return fmt.Errorf("web server: %w", err)
 		case <-ctx.Done():
-			logger.Info("shutting down")
+			d.logger.Info("shutting down")
 		}
 		break
 	}
-	eng.Stop()
+	d.eng.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)

@@ -8,7 +8,6 @@ import (
 	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/shard"
@@ -20,19 +19,11 @@ const EnvVantage = "DBCANARY_VANTAGE"
 var vantageRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 
 // shardFlags select which targets this replica probes (--shard.*) and name the
-// place it probes from (--vantage).
+// place it probes from (--vantage); addShardFlags in run.go defines them with run's other flags.
 type shardFlags struct {
 	index   int
 	count   int
 	vantage string
-}
-
-func addShardFlags(fs *pflag.FlagSet) *shardFlags {
-	s := &shardFlags{}
-	fs.IntVar(&s.index, "shard.index", -1, "This replica's shard, 0 to shard.count-1 (default: $"+shard.EnvIndex+", else the StatefulSet ordinal N of the host name NAME-N).")
-	fs.IntVar(&s.count, "shard.count", 0, "Replicas sharing the targets by rendezvous hashing of target names; each target is probed by exactly one (default: $"+shard.EnvCount+", else 1: no sharding).")
-	fs.StringVar(&s.vantage, "vantage", "", "Name of the place this replica probes from (a zone): adds vantage=\"NAME\" to every dbcanary series, for several replicas probing every target (default: $"+EnvVantage+").")
-	return s
 }
 
 // resolve fills what the flags leave unset from the environment.
