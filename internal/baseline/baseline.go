@@ -362,95 +362,115 @@ func validateFigures(figures []Figure, sources map[string]bool, p *problems) {
 			bad(path+".id", "duplicate %q", f.ID)
 		}
 		ids[f.ID] = true
-		if !nameRE.MatchString(f.Backend) {
-			bad(path+".backend", "must be a backend name like rabbitmq, got %q", f.Backend)
-		}
-		if len(f.Ops) == 0 {
-			bad(path+".ops", "missing: list the canary ops the figure applies to")
-		}
-		for j, op := range f.Ops {
-			if !opRE.MatchString(op) {
-				bad(fmt.Sprintf("%s.ops[%d]", path, j), "not an op name: %q", op)
-			}
-		}
-		if !sources[f.Source] {
-			bad(path+".source", "unknown source %q (define it under sources)", f.Source)
-		}
-		if f.Conditions == "" {
-			bad(path+".conditions", "missing: state the test conditions of this figure")
-		}
-		if f.Quoted == "" {
-			bad(path+".quoted", "missing: quote the figure as the reference prints it")
-		}
-		if !(f.Value > 0) || math.IsInf(f.Value, 0) {
-			bad(path+".value", "must be a positive number, got %g", f.Value)
-		}
-		if f.Use != UseAlert && f.Use != UseReference {
-			bad(path+".use", "must be alert or reference, got %q", f.Use)
-		}
-		if f.Factors != nil {
-			p.factors(path+".factors", *f.Factors)
-		}
-		for j, t := range f.Targets {
-			switch {
-			case !targetRE.MatchString(t):
-				bad(fmt.Sprintf("%s.targets[%d]", path, j), "not a target name: %q", t)
-			case slices.Index(f.Targets, t) < j:
-				bad(fmt.Sprintf("%s.targets[%d]", path, j), "duplicate %q", t)
-			}
-		}
-		if f.Samples < 0 {
-			bad(path+".samples", "must not be negative, got %d", f.Samples)
-		}
+		validateFigureFields(f, path, sources, p)
 		switch f.Kind {
 		case KindLatency, KindPhase:
-			if _, ok := latencyUnits[f.Unit]; !ok {
-				bad(path+".unit", "a latency is in us, ms or s, got %q", f.Unit)
-			}
-			q, isQ := f.Quantile()
-			if f.Stat != "mean" && (!isQ || q <= 0 || q >= 1) {
-				bad(path+".stat", "a latency stat is mean or pNN (p50, p99, p99.9), got %q", f.Stat)
-			}
-			if f.Kind == KindPhase && !nameRE.MatchString(f.Phase) {
-				bad(path+".phase", "a phase figure names its phase (first_byte, last_byte), got %q", f.Phase)
-			}
-			if f.Kind == KindLatency && f.Phase != "" {
-				bad(path+".phase", "only phase figures have a phase")
-			}
-			if f.Use == UseAlert {
-				if !isQ {
-					bad(path+".use", "only a quantile can be alerted on (histogram_quantile), not %q", f.Stat)
-				}
-				targets := f.Targets
-				if len(targets) == 0 {
-					targets = []string{""}
-				}
-				for _, op := range f.Ops {
-					for _, t := range targets {
-						key := strings.Join([]string{f.Backend, op, f.Phase, f.Stat, t}, "/")
-						if other, dup := alerted[key]; dup {
-							on := ""
-							if t != "" {
-								on = " on target " + t
-							}
-							bad(path+".ops", "%s %s %s%s is already alerted on by figure %s", f.Backend, op, f.Stat, on, other)
-						}
-						alerted[key] = f.ID
-					}
-				}
-			}
+			validateLatencyFigure(f, path, alerted, p)
 		case KindThroughput:
-			if !slices.Contains(throughputUnits, f.Unit) {
-				bad(path+".unit", "a throughput is in %s, got %q", strings.Join(throughputUnits, ", "), f.Unit)
-			}
-			if f.Stat != "rate" {
-				bad(path+".stat", "a throughput stat is rate, got %q", f.Stat)
-			}
-			if f.Use != UseReference {
-				bad(path+".use", "a throughput is reference only: the canary's own rate is set by its config")
-			}
+			validateThroughputFigure(f, path, p)
 		default:
 			bad(path+".kind", "must be latency, phase or throughput, got %q", f.Kind)
 		}
+	}
+}
+
+// validateFigureFields checks what every figure has, whatever its kind.
+func validateFigureFields(f Figure, path string, sources map[string]bool, p *problems) {
+	bad := p.bad
+	if !nameRE.MatchString(f.Backend) {
+		bad(path+".backend", "must be a backend name like rabbitmq, got %q", f.Backend)
+	}
+	if len(f.Ops) == 0 {
+		bad(path+".ops", "missing: list the canary ops the figure applies to")
+	}
+	for j, op := range f.Ops {
+		if !opRE.MatchString(op) {
+			bad(fmt.Sprintf("%s.ops[%d]", path, j), "not an op name: %q", op)
+		}
+	}
+	if !sources[f.Source] {
+		bad(path+".source", "unknown source %q (define it under sources)", f.Source)
+	}
+	if f.Conditions == "" {
+		bad(path+".conditions", "missing: state the test conditions of this figure")
+	}
+	if f.Quoted == "" {
+		bad(path+".quoted", "missing: quote the figure as the reference prints it")
+	}
+	if !(f.Value > 0) || math.IsInf(f.Value, 0) {
+		bad(path+".value", "must be a positive number, got %g", f.Value)
+	}
+	if f.Use != UseAlert && f.Use != UseReference {
+		bad(path+".use", "must be alert or reference, got %q", f.Use)
+	}
+	if f.Factors != nil {
+		p.factors(path+".factors", *f.Factors)
+	}
+	for j, t := range f.Targets {
+		switch {
+		case !targetRE.MatchString(t):
+			bad(fmt.Sprintf("%s.targets[%d]", path, j), "not a target name: %q", t)
+		case slices.Index(f.Targets, t) < j:
+			bad(fmt.Sprintf("%s.targets[%d]", path, j), "duplicate %q", t)
+		}
+	}
+	if f.Samples < 0 {
+		bad(path+".samples", "must not be negative, got %d", f.Samples)
+	}
+}
+
+// validateLatencyFigure checks a latency or phase figure; alerted maps each
+// backend/op/phase/stat[/target] already alerted on to its figure's id.
+func validateLatencyFigure(f Figure, path string, alerted map[string]string, p *problems) {
+	bad := p.bad
+	if _, ok := latencyUnits[f.Unit]; !ok {
+		bad(path+".unit", "a latency is in us, ms or s, got %q", f.Unit)
+	}
+	q, isQ := f.Quantile()
+	if f.Stat != "mean" && (!isQ || q <= 0 || q >= 1) {
+		bad(path+".stat", "a latency stat is mean or pNN (p50, p99, p99.9), got %q", f.Stat)
+	}
+	if f.Kind == KindPhase && !nameRE.MatchString(f.Phase) {
+		bad(path+".phase", "a phase figure names its phase (first_byte, last_byte), got %q", f.Phase)
+	}
+	if f.Kind == KindLatency && f.Phase != "" {
+		bad(path+".phase", "only phase figures have a phase")
+	}
+	if f.Use != UseAlert {
+		return
+	}
+	if !isQ {
+		bad(path+".use", "only a quantile can be alerted on (histogram_quantile), not %q", f.Stat)
+	}
+	targets := f.Targets
+	if len(targets) == 0 {
+		targets = []string{""}
+	}
+	for _, op := range f.Ops {
+		for _, t := range targets {
+			key := strings.Join([]string{f.Backend, op, f.Phase, f.Stat, t}, "/")
+			if other, dup := alerted[key]; dup {
+				on := ""
+				if t != "" {
+					on = " on target " + t
+				}
+				bad(path+".ops", "%s %s %s%s is already alerted on by figure %s", f.Backend, op, f.Stat, on, other)
+			}
+			alerted[key] = f.ID
+		}
+	}
+}
+
+// validateThroughputFigure checks a throughput figure: reference only.
+func validateThroughputFigure(f Figure, path string, p *problems) {
+	bad := p.bad
+	if !slices.Contains(throughputUnits, f.Unit) {
+		bad(path+".unit", "a throughput is in %s, got %q", strings.Join(throughputUnits, ", "), f.Unit)
+	}
+	if f.Stat != "rate" {
+		bad(path+".stat", "a throughput stat is rate, got %q", f.Stat)
+	}
+	if f.Use != UseReference {
+		bad(path+".use", "a throughput is reference only: the canary's own rate is set by its config")
 	}
 }
