@@ -69,55 +69,10 @@ func New(t probes.Target) (*Probe, error) {
 		return nil, fmt.Errorf("s3: config of type %T, want *s3.Config", t.Config)
 	}
 	cfg := *pc
-	host, secure, err := parseEndpoint(cfg.Endpoint, cfg.TLS.Enabled)
+	client, tr, err := newClient(&cfg, t)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint: %w", err)
+		return nil, err
 	}
-	if cfg.TLS.Configured() {
-		secure = true
-	}
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   cfg.ConnectTimeout,
-		ExpectContinueTimeout: time.Second,
-		// Bodies are compared byte for byte and timed: no transparent gzip.
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 1 << 20, // a broken server's huge header must not cost the canary memory
-	}
-	if secure {
-		tc, err := cfg.TLS.Build("", t.Certs)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		if cfg.TLS.ServerName == "" {
-			// Virtual-host requests go to <bucket>.<host>: let Go check each request's own host.
-			tc.ServerName = ""
-		}
-		tr.TLSClientConfig = tc
-	}
-	lookup := minio.BucketLookupAuto
-	switch cfg.Addressing {
-	case "path":
-		lookup = minio.BucketLookupPath
-	case "virtual":
-		lookup = minio.BucketLookupDNS
-	}
-	client, err := minio.New(host, &minio.Options{
-		Creds:        newCredentials(&cfg),
-		Secure:       secure,
-		Transport:    tr,
-		Region:       cfg.Region,
-		BucketLookup: lookup,
-		// One attempt: a canary reports what a client saw, it does not hide it behind retries.
-		MaxRetries: 1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
-	}
-	client.SetAppInfo("dbcanary", "")
 	base := cfg.Prefix
 	if base == "" {
 		base = "dbcanary/" + t.Name + "/"
@@ -163,6 +118,61 @@ func New(t probes.Target) (*Probe, error) {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
 	return p, nil
+}
+
+// newClient builds the S3 client of cfg and its HTTP transport: one attempt
+// per request, no transparent gzip, TLS when the endpoint or cfg.TLS asks.
+func newClient(cfg *Config, t probes.Target) (*minio.Client, *http.Transport, error) {
+	host, secure, err := parseEndpoint(cfg.Endpoint, cfg.TLS.Enabled)
+	if err != nil {
+		return nil, nil, fmt.Errorf("endpoint: %w", err)
+	}
+	if cfg.TLS.Configured() {
+		secure = true
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ExpectContinueTimeout: time.Second,
+		// Bodies are compared byte for byte and timed: no transparent gzip.
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20, // a broken server's huge header must not cost the canary memory
+	}
+	if secure {
+		tc, err := cfg.TLS.Build("", t.Certs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+		if cfg.TLS.ServerName == "" {
+			// Virtual-host requests go to <bucket>.<host>: let Go check each request's own host.
+			tc.ServerName = ""
+		}
+		tr.TLSClientConfig = tc
+	}
+	lookup := minio.BucketLookupAuto
+	switch cfg.Addressing {
+	case "path":
+		lookup = minio.BucketLookupPath
+	case "virtual":
+		lookup = minio.BucketLookupDNS
+	}
+	client, err := minio.New(host, &minio.Options{
+		Creds:        newCredentials(cfg),
+		Secure:       secure,
+		Transport:    tr,
+		Region:       cfg.Region,
+		BucketLookup: lookup,
+		// One attempt: a canary reports what a client saw, it does not hide it behind retries.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
+	}
+	client.SetAppInfo("dbcanary", "")
+	return client, tr, nil
 }
 
 // Prefix returns the key prefix of this process's canary objects.
