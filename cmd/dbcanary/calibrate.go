@@ -96,27 +96,7 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, f *calibrateFlags, stdout,
 	cond := calibrate.Conditions{Started: time.Now(), Duration: f.duration, Config: cfg, Version: ver, Host: host, Notes: f.conditions}
 	rec := calibrate.NewRecorder(cfg)
 	done := make(chan struct{})
-	go func() {
-		p := newProgress(stderr, f.duration)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		show := func(force bool) {
-			n, bad := rec.Progress()
-			el := min(time.Since(cond.Started), f.duration)
-			p.update(fmt.Sprintf("calibrate %s / %s  samples %d  failures %d", clock(el), clock(f.duration), n, bad), force)
-		}
-		show(true)
-		for {
-			select {
-			case <-done:
-				show(true)
-				p.done()
-				return
-			case <-t.C:
-				show(false)
-			}
-		}
-	}()
+	go calibrateProgress(stderr, rec, cond.Started, f.duration, done)
 	err = engine.RunScheduled(ctx, cfg, instance, f.duration, f.grace, logger, rec.Record)
 	close(done)
 	if err != nil {
@@ -137,23 +117,52 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, f *calibrateFlags, stdout,
 	if err != nil {
 		return err
 	}
+	return writeCalibration(b, data, f.out, stdout, stderr)
+}
+
+// calibrateProgress draws the run's progress line on stderr until done is closed.
+func calibrateProgress(stderr io.Writer, rec *calibrate.Recorder, started time.Time, duration time.Duration, done <-chan struct{}) {
+	p := newProgress(stderr, duration)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	show := func(force bool) {
+		n, bad := rec.Progress()
+		el := min(time.Since(started), duration)
+		p.update(fmt.Sprintf("calibrate %s / %s  samples %d  failures %d", clock(el), clock(duration), n, bad), force)
+	}
+	show(true)
+	for {
+		select {
+		case <-done:
+			show(true)
+			p.done()
+			return
+		case <-t.C:
+			show(false)
+		}
+	}
+}
+
+// writeCalibration prints the figures as a table on stderr and writes data to
+// out ("-": stdout).
+func writeCalibration(b *baseline.File, data []byte, out string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stderr, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tOP\tPHASE\tSTAT\tVALUE\tSAMPLES\tUSE")
 	for _, fig := range b.Figures {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g %s\t%d\t%s\n", fig.Targets[0], fig.Ops[0], fig.Phase, fig.Stat, fig.Value, fig.Unit, fig.Samples, fig.Use)
 	}
 	_ = tw.Flush()
-	if f.out == "-" {
-		_, err = stdout.Write(data)
+	if out == "-" {
+		_, err := stdout.Write(data)
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f.out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(f.out, data, 0o644); err != nil {
+	if err := os.WriteFile(out, data, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: regenerate the alerts with `dbcanary generate rules --baseline %s`\n", f.out, f.out)
+	fmt.Fprintf(stdout, "wrote %s: regenerate the alerts with `dbcanary generate rules --baseline %s`\n", out, out)
 	return nil
 }
 

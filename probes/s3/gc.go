@@ -265,17 +265,7 @@ func (p *Probe) collect(ctx context.Context) (res gcResult, err error) {
 	}
 	own := strings.TrimPrefix(p.prefix, p.base)
 	g := &p.gc.group
-	finish := func() error {
-		if g.name != "" && g.heartbeat != "" && !g.fresh && g.kept == 0 {
-			if err := p.removeKey(ctx, g.heartbeat); err != nil {
-				return err
-			}
-			res.Deleted++
-			res.Runs = append(res.Runs, strings.TrimSuffix(g.name, "/"))
-		}
-		*g = groupState{}
-		return nil
-	}
+	finish := func() error { return p.finishGroup(ctx, g, &res) }
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	last := p.gc.startAfter
@@ -326,11 +316,32 @@ func (p *Probe) collect(ctx context.Context) (res gcResult, err error) {
 		return res, err
 	}
 	p.gc.startAfter, res.Done = "", true
+	res.Aborted = p.sweepUploads(ctx, now)
+	return res, nil
+}
+
+// finishGroup ends the collector's walk through group g: a run with no object
+// kept and a stale heartbeat loses its heartbeat last.
+func (p *Probe) finishGroup(ctx context.Context, g *groupState, res *gcResult) error {
+	if g.name != "" && g.heartbeat != "" && !g.fresh && g.kept == 0 {
+		if err := p.removeKey(ctx, g.heartbeat); err != nil {
+			return err
+		}
+		res.Deleted++
+		res.Runs = append(res.Runs, strings.TrimSuffix(g.name, "/"))
+	}
+	*g = groupState{}
+	return nil
+}
+
+// sweepUploads aborts stale multipart uploads at the end of a full sweep and
+// returns how many.
+func (p *Probe) sweepUploads(ctx context.Context, now time.Time) int {
 	// Once per full sweep: unfinished multipart uploads hold space (Swift
 	// keeps their parts in <bucket>+segments) and no listing of objects shows them.
 	// Its failure does not fail the pass: the objects were collected.
-	var uerr error
-	if res.Aborted, uerr = p.abortStaleUploads(ctx, now); uerr != nil {
+	aborted, uerr := p.abortStaleUploads(ctx, now)
+	if uerr != nil {
 		if c := probes.CauseOf(uerr); (c == probes.CauseSetup || c == probes.CauseAuth) && !p.uploadsWarned.Swap(true) {
 			p.logger.Warn("the collector cannot list or abort the canary's unfinished multipart uploads, so those of failed puts stay until a lifecycle rule aborts them (grant s3:ListBucketMultipartUploads and s3:AbortMultipartUpload; see docs/s3.md)",
 				"target", p.target, "prefix", p.base, "err", uerr)
@@ -338,7 +349,7 @@ func (p *Probe) collect(ctx context.Context) (res gcResult, err error) {
 			p.logger.Debug("collector: aborting stale multipart uploads failed; retrying next pass", "err", uerr)
 		}
 	}
-	return res, nil
+	return aborted
 }
 
 // abortStaleUploads aborts the canary's unfinished multipart uploads (keys of
