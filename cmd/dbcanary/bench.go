@@ -92,12 +92,7 @@ machine's loopback interface unless --yes is given.`,
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr io.Writer) error {
 	if f.list || f.profile == "" {
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
-		for _, p := range bench.Profiles() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
-		}
-		_ = tw.Flush()
+		printProfiles(stdout)
 		if f.profile == "" && !f.list {
 			return errors.New("--profile is required")
 		}
@@ -174,6 +169,16 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 		return exitError{code: exitFailed}
 	}
 	return nil
+}
+
+// printProfiles lists the bench profiles (--list).
+func printProfiles(stdout io.Writer) {
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
+	for _, p := range bench.Profiles() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
+	}
+	_ = tw.Flush()
 }
 
 // profileNames are the bench profiles the registered backends declare.

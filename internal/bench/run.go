@@ -93,36 +93,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var runErr error
 	for i, st := range stages {
-		if st.Duration <= 0 {
-			st.Duration = setupCap
-		}
 		label := fmt.Sprintf("[%s] %d/%d %s", prof.Name, i+1, len(stages), st.Name)
-		if st.Warmup > 0 {
-			warm := st.Stage
-			warm.Duration, warm.MaxOps = st.Warmup, 0
-			load.SetSink(nil)
-			stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
-			_, err := load.Run(ctx, warm)
-			load.Drain(ctx, 5*time.Second)
-			stop()
-			if err != nil {
-				runErr = err
-				break
-			}
-		}
-		rec := newStageRecord(st, time.Now())
-		load.SetSink(rec.record)
-		stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
-		rec.result, err = load.Run(ctx, st.Stage)
-		load.Drain(ctx, min(10*time.Second, t.Timeout))
-		load.SetSink(nil)
-		stop()
-		show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
-		sr := rec.report()
-		r.Stages = append(r.Stages, sr)
-		if !st.Setup {
-			for _, op := range sr.Ops {
-				r.Failed += op.Failed
+		sr, err := runStage(ctx, load, st, label, show, t.Timeout)
+		if sr != nil {
+			r.Stages = append(r.Stages, *sr)
+			if !st.Setup {
+				for _, op := range sr.Ops {
+					r.Failed += op.Failed
+				}
 			}
 		}
 		if err != nil {
@@ -137,6 +115,37 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
 	}
 	return r, runErr
+}
+
+// runStage runs one stage, after its warm-up, and returns its report (nil
+// when the warm-up failed).
+func runStage(ctx context.Context, load *engine.Load, st stageSpec, label string, show func(string, bool), timeout time.Duration) (*StageReport, error) {
+	if st.Duration <= 0 {
+		st.Duration = setupCap
+	}
+	if st.Warmup > 0 {
+		warm := st.Stage
+		warm.Duration, warm.MaxOps = st.Warmup, 0
+		load.SetSink(nil)
+		stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
+		_, err := load.Run(ctx, warm)
+		load.Drain(ctx, 5*time.Second)
+		stop()
+		if err != nil {
+			return nil, err
+		}
+	}
+	rec := newStageRecord(st, time.Now())
+	load.SetSink(rec.record)
+	stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
+	var err error
+	rec.result, err = load.Run(ctx, st.Stage)
+	load.Drain(ctx, min(10*time.Second, timeout))
+	load.SetSink(nil)
+	stop()
+	show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
+	sr := rec.report()
+	return &sr, err
 }
 
 // ticker calls f every 250 ms until the returned stop is called.
