@@ -146,32 +146,40 @@ func soaked() ([]string, error) {
 	return out, nil
 }
 
-func run() error {
-	duration, err := envDuration("SOAK_DURATION", 30*time.Minute)
-	if err != nil {
-		return err
+// settings are the soak's knobs, from the SOAK_* environment.
+type settings struct {
+	duration, interval, faultEvery, faultFor time.Duration
+	outDir                                   string
+}
+
+func loadSettings() (settings, error) {
+	var st settings
+	for _, d := range []struct {
+		dst  *time.Duration
+		name string
+		def  time.Duration
+	}{{&st.duration, "SOAK_DURATION", 30 * time.Minute}, {&st.interval, "SOAK_INTERVAL", 10 * time.Second},
+		{&st.faultEvery, "SOAK_FAULT_EVERY", 3 * time.Minute}, {&st.faultFor, "SOAK_FAULT_FOR", 30 * time.Second}} {
+		v, err := envDuration(d.name, d.def)
+		if err != nil {
+			return st, err
+		}
+		*d.dst = v
 	}
-	interval, err := envDuration("SOAK_INTERVAL", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	faultEvery, err := envDuration("SOAK_FAULT_EVERY", 3*time.Minute)
-	if err != nil {
-		return err
-	}
-	faultFor, err := envDuration("SOAK_FAULT_FOR", 30*time.Second)
-	if err != nil {
-		return err
-	}
-	outDir := os.Getenv("SOAK_OUT")
-	if outDir == "" {
+	st.outDir = os.Getenv("SOAK_OUT")
+	if st.outDir == "" {
 		sd := os.Getenv("DBCANARY_STACK_DIR")
 		if sd == "" {
 			sd = "/var/tmp/dbcanary-stack"
 		}
-		outDir = filepath.Join(sd, "soak", time.Now().Format("20060102-150405"))
+		st.outDir = filepath.Join(sd, "soak", time.Now().Format("20060102-150405"))
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	return st, os.MkdirAll(st.outDir, 0o755)
+}
+
+func run() error {
+	st, err := loadSettings()
+	if err != nil {
 		return err
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -191,8 +199,28 @@ func run() error {
 		}
 		envs[script] = env
 	}
+	proxies, err := newProxies(envs, backends)
+	defer func() {
+		for _, p := range proxies {
+			_ = p.Delete()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	d, err := startDaemon(ctx, st.outDir, soakConfig(backends, envs, proxies))
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	logf("dbcanary pid %d on http://%s, for %s, sampling every %s, a %s fault every %s; output in %s",
+		d.cmd.Process.Pid, d.addr, st.duration, st.interval, st.faultFor, st.faultEvery, st.outDir)
+	return soak(ctx, st, d, newFaultPlan(proxies, st.faultEvery, st.faultFor))
+}
 
-	// One proxy per backend; faults are toxics on them.
+// newProxies makes one toxiproxy proxy per backend; faults are toxics on them.
+// The proxies made are returned also on error, for the caller to delete.
+func newProxies(envs map[string]stack.Env, backends []string) (map[string]*toxiproxy.Proxy, error) {
 	tc := toxiproxy.NewClient(envs["toxiproxy"]["DBCANARY_TEST_TOXIPROXY_ADDR"])
 	proxies := map[string]*toxiproxy.Proxy{}
 	for _, b := range backends {
@@ -203,54 +231,71 @@ func run() error {
 		}
 		p, err := tc.CreateProxy(name, "127.0.0.1:0", upstream)
 		if err != nil {
-			return fmt.Errorf("toxiproxy %s: %w", name, err)
+			return proxies, fmt.Errorf("toxiproxy %s: %w", name, err)
 		}
-		defer p.Delete()
 		proxies[b] = p
 		logf("%s: proxy %s -> %s", b, p.Listen, upstream)
 	}
+	return proxies, nil
+}
 
+// soakDaemon is the dbcanary under soak: a binary built for the run, its
+// address and its log.
+type soakDaemon struct {
+	cmd     *exec.Cmd
+	addr    string
+	logFile *os.File
+	exited  chan error
+}
+
+// startDaemon builds dbcanary into outDir and starts it on cfg and a free port.
+func startDaemon(ctx context.Context, outDir, cfg string) (*soakDaemon, error) {
 	bin := filepath.Join(outDir, "dbcanary")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dbcanary")
 	build.Dir = stack.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	cfgPath := filepath.Join(outDir, "dbcanary.yaml")
-	if err := os.WriteFile(cfgPath, []byte(soakConfig(backends, envs, proxies)), 0o600); err != nil {
-		return err
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	addr := l.Addr().String()
+	d := &soakDaemon{addr: l.Addr().String(), exited: make(chan error, 1)}
 	l.Close()
-	logFile, err := os.Create(filepath.Join(outDir, "dbcanary.log"))
-	if err != nil {
-		return err
+	if d.logFile, err = os.Create(filepath.Join(outDir, "dbcanary.log")); err != nil {
+		return nil, err
 	}
-	defer logFile.Close()
-	daemon := exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address", addr, "--shutdown.grace-period", "5s")
-	daemon.Stdout, daemon.Stderr = logFile, logFile
-	if err := daemon.Start(); err != nil {
-		return err
+	d.cmd = exec.Command(bin, "run", "--config.file", cfgPath, "--web.listen-address", d.addr, "--shutdown.grace-period", "5s")
+	d.cmd.Stdout, d.cmd.Stderr = d.logFile, d.logFile
+	if err := d.cmd.Start(); err != nil {
+		d.logFile.Close()
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- daemon.Wait() }()
-	defer func() {
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = daemon.Process.Kill()
-			<-exited
-		}
-	}()
-	logf("dbcanary pid %d on http://%s, for %s, sampling every %s, a %s fault every %s; output in %s",
-		daemon.Process.Pid, addr, duration, interval, faultFor, faultEvery, outDir)
+	go func() { d.exited <- d.cmd.Wait() }()
+	return d, nil
+}
 
-	csvFile, err := os.Create(filepath.Join(outDir, "soak.csv"))
+// stop ends the daemon with SIGTERM, or SIGKILL after 30 s.
+func (d *soakDaemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	d.logFile.Close()
+}
+
+// soak samples the daemon's metrics every interval into soak.csv while the
+// fault plan runs, until the duration ends or ctx is cancelled, then writes
+// summary.md.
+func soak(ctx context.Context, st settings, d *soakDaemon, faults *faultPlan) error {
+	csvFile, err := os.Create(filepath.Join(st.outDir, "soak.csv"))
 	if err != nil {
 		return err
 	}
@@ -264,10 +309,9 @@ func run() error {
 	_ = w.Write(header)
 
 	start := time.Now()
-	end := start.Add(duration)
-	faults := newFaultPlan(proxies, faultEvery, faultFor)
+	end := start.Add(st.duration)
 	var samples []sample
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(st.interval)
 	defer tick.Stop()
 	client := &http.Client{Timeout: 5 * time.Second}
 	for done := false; !done; {
@@ -275,15 +319,16 @@ func run() error {
 		case <-ctx.Done():
 			logf("interrupted: writing the report for what ran")
 			done = true
-		case err := <-exited:
+		case err := <-d.exited:
 			faults.clear()
-			return fmt.Errorf("dbcanary exited during the soak: %v (see %s)", err, logFile.Name())
+			d.exited <- err // for stop
+			return fmt.Errorf("dbcanary exited during the soak: %v (see %s)", err, d.logFile.Name())
 		case now := <-tick.C:
 			fault := faults.active
 			if now.Before(end) {
 				fault = faults.step(now.Sub(start)) // no window starts at the last sample
 			}
-			s, err := scrape(client, "http://"+addr+"/metrics")
+			s, err := scrape(client, "http://"+d.addr+"/metrics")
 			if err != nil {
 				logf("scrape: %v", err)
 				continue
@@ -300,12 +345,12 @@ func run() error {
 		}
 	}
 	faults.clear()
-	report := summary(samples, faults.windows, duration, interval, faultFor, addr)
-	if err := os.WriteFile(filepath.Join(outDir, "summary.md"), []byte(report), 0o644); err != nil {
+	report := summary(samples, faults.windows, st.duration, st.interval, st.faultFor, d.addr)
+	if err := os.WriteFile(filepath.Join(st.outDir, "summary.md"), []byte(report), 0o644); err != nil {
 		return err
 	}
 	fmt.Print(report)
-	logf("wrote %s and %s", csvFile.Name(), filepath.Join(outDir, "summary.md"))
+	logf("wrote %s and %s", csvFile.Name(), filepath.Join(st.outDir, "summary.md"))
 	return nil
 }
 
