@@ -21,7 +21,6 @@ type generateFlags struct {
 	baseline  string
 	rulesOut  string
 	boardsOut string
-	timeScale float64
 	runbook   string
 	warning   float64
 	critical  float64
@@ -72,7 +71,6 @@ func newGenerateCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	rules.Flags().StringVar(&f.rulesOut, "out", "alerts", "Directory to write the rule file into (tests go to <out>/tests).")
-	rules.Flags().Float64Var(&f.timeScale, "time-scale", 1, "Scale every for:, rate window and offset (tests only: 0.05 turns 5m into 15s). The shipped rules use 1.")
 
 	dashboards := &cobra.Command{
 		Use:   "dashboards",
@@ -126,10 +124,7 @@ func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 	if err := b.Validate(); err != nil {
 		return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("%s with overrides: %w", f.baseline, err)}
 	}
-	if f.timeScale <= 0 {
-		f.timeScale = 1
-	}
-	return b, generate.Options{BaselineName: f.baseline, TimeScale: f.timeScale, RunbookURL: f.runbook}, nil
+	return b, generate.Options{BaselineName: f.baseline, RunbookURL: f.runbook}, nil
 }
 
 // writeFiles writes path → content under dir, creating directories.

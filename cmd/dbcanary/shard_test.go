@@ -130,7 +130,7 @@ func TestShardNoFlagsIsNoSharding(t *testing.T) {
 }
 
 // TestVantageLabelsEverySeries wires the wrapped registerer exactly as run.go
-// does (metrics.New and engine.New) and checks every gathered series.
+// does (metrics.NewWith and engine.New) and checks every gathered series.
 func TestVantageLabelsEverySeries(t *testing.T) {
 	clearShardEnv(t)
 	reg := prometheus.NewRegistry()
@@ -138,7 +138,7 @@ func TestVantageLabelsEverySeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New(mreg)
+	m := metrics.NewWith(mreg, metrics.Options{})
 	eng := engine.New(m, mreg, discard(), time.Second)
 	if err := eng.Apply(noopConfig(t, 2)); err != nil {
 		t.Fatal(err)

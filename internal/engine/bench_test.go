@@ -20,7 +20,7 @@ func benchRunner(b *testing.B) *runner {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := metrics.New(prometheus.NewRegistry())
+	m := metrics.NewWith(prometheus.NewRegistry(), metrics.Options{})
 	r, err := newRunner(cfg.Targets[0], "b", false, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)

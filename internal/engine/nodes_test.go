@@ -54,7 +54,7 @@ func init() {
 // node series.
 func TestNodeStates(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := engine.New(metrics.New(reg), reg, enginetest.Logger(), 2*time.Second)
+	e := engine.New(metrics.NewWith(reg, metrics.Options{}), reg, enginetest.Logger(), 2*time.Second)
 	st := status.New(status.Options{})
 	e.SetObserver(st)
 	h := &enginetest.Harness{Registry: reg, Engine: e}

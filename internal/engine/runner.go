@@ -377,13 +377,6 @@ func (r *runner) leave(w *worker) {
 	r.live--
 }
 
-// workers is how many workers run now (tests).
-func (r *runner) workers() int {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	return r.live
-}
-
 // execute runs one op. Latency counts from the intended start, service time
 // from when the request was sent.
 func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {

@@ -106,7 +106,7 @@ targets:
 	other := &opState{op: config.Op{Name: "other", Rate: 1, Timeout: time.Second}}
 	r.ops = append(r.ops, other)
 	r.byName["other"] = other
-	m := metrics.New(prometheus.NewRegistry())
+	m := metrics.NewWith(prometheus.NewRegistry(), metrics.Options{})
 	r.attachMetrics(m)
 	gauge := func(g prometheus.Gauge) float64 {
 		ch := make(chan prometheus.Metric, 1)
@@ -155,7 +155,7 @@ targets:
 // returns at once.
 func TestReloadDoesNotStallScrape(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := New(metrics.New(reg), reg, discard, 10*time.Second)
+	e := New(metrics.NewWith(reg, metrics.Options{}), reg, discard, 10*time.Second)
 	release := make(chan struct{})
 	closing := make(chan struct{})
 	blockClose.Store(&blockState{release: release, closing: closing})
@@ -309,4 +309,11 @@ targets:
 	if n := r.workers(); n != 0 {
 		t.Errorf("%d workers after stop", n)
 	}
+}
+
+// workers is how many workers run now.
+func (r *runner) workers() int {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	return r.live
 }

@@ -1,8 +1,11 @@
 // Package enginetest runs a real engine from a YAML config in tests and reads
-// its metrics back, so probe integration tests share one idiom:
+// its metrics back, so probe integration tests share one idiom
+// (TestPackageExample runs it):
 //
-//	h := enginetest.Start(t, cfgYAML)
-//	h.WaitFor(t, 20*time.Second, func() bool { return h.HistogramCount("dbcanary_op_latency_seconds", enginetest.L{"op": "publish", "result": "ok"}) >= 3 })
+//	h := enginetest.Start(t, `targets: [{name: n1, backend: noop, ops: {noop: {rate: 50}}}]`)
+//	enginetest.WaitFor(t, 20*time.Second, "3 ops", func() bool {
+//		return h.HistogramCount(t, "dbcanary_op_latency_seconds", enginetest.L{"op": "noop", "result": "ok"}) >= 3
+//	})
 package enginetest
 
 import (
@@ -55,7 +58,7 @@ func Parse(t testing.TB, yaml string) *config.Config {
 func Start(t testing.TB, yaml string) *Harness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWith(reg, metrics.Options{})
 	e := engine.New(m, reg, Logger(), 2*time.Second)
 	cfg := Parse(t, yaml)
 	if err := e.Apply(cfg); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/probes/probetest"
 )
 
 // A throwaway backend, as a new probe package would declare it: a config
@@ -82,7 +83,7 @@ func TestAddProbe(t *testing.T) {
 	shipped := shippedBaseline(t)
 	before := generated(t, shipped)
 	registerThrowaway()
-	if errs := probes.CheckFacts(mustFacts(t), throwawayConfig{}); len(errs) > 0 {
+	if errs := probetest.CheckFacts(mustFacts(t), throwawayConfig{}); len(errs) > 0 {
 		t.Fatalf("facts and ops differ: %v", errs)
 	}
 

@@ -72,22 +72,6 @@ func (h *Histogram) Record(d time.Duration) {
 	h.counts[h.index(int64(d))]++
 }
 
-// Merge adds every value of o (same bits) into h.
-func (h *Histogram) Merge(o *Histogram) {
-	if o.n == 0 {
-		return
-	}
-	if h.n == 0 || o.min < h.min {
-		h.min = o.min
-	}
-	h.max = max(h.max, o.max)
-	h.n += o.n
-	h.sum += o.sum
-	for i, c := range o.counts {
-		h.counts[i] += c
-	}
-}
-
 // Count is the number of values.
 func (h *Histogram) Count() uint64 { return h.n }
 

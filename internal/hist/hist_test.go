@@ -51,3 +51,19 @@ func TestMergeAndRange(t *testing.T) {
 		t.Fatal("empty histogram has a median")
 	}
 }
+
+// Merge adds every value of o (same bits) into h.
+func (h *Histogram) Merge(o *Histogram) {
+	if o.n == 0 {
+		return
+	}
+	if h.n == 0 || o.min < h.min {
+		h.min = o.min
+	}
+	h.max = max(h.max, o.max)
+	h.n += o.n
+	h.sum += o.sum
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+}

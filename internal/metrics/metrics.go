@@ -89,12 +89,9 @@ func histogramOpts(name, help string) prometheus.HistogramOpts {
 	}
 }
 
-// New creates the metrics with the shipped histogram layout (Compact) and
-// registers them, with the Go and process collectors and
-// dbcanary_build_info, on reg.
-func New(reg prometheus.Registerer) *Metrics { return NewWith(reg, Options{}) }
-
-// NewWith is New with options (Full classic histograms).
+// NewWith creates the metrics with opt's histogram layout (the zero Options:
+// the shipped Compact layout) and registers them, with the Go and process
+// collectors and dbcanary_build_info, on reg.
 func NewWith(reg prometheus.Registerer, opt Options) *Metrics {
 	m := &Metrics{
 		opt: opt,

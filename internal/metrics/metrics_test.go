@@ -38,7 +38,7 @@ func opSeries(t *testing.T, reg *prometheus.Registry, op string) (n int, lines [
 
 func TestCompactSeriesOfAHealthyOp(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg)
+	m := NewWith(reg, Options{})
 	o := m.ForOp("t", "cassandra", "read", nil)
 	o.LatencyOK.Observe(0.002)
 	o.ServiceOK.Observe(0.001)
@@ -103,7 +103,7 @@ func TestBoundsHaveAHigherBoundAboveEveryThreshold(t *testing.T) {
 
 func TestDeleteTargetRemovesEveryLayout(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg)
+	m := NewWith(reg, Options{})
 	m.ForOp("a", "cassandra", "read", nil)
 	m.ForOp("a", "s3", "get_4KiB", []string{"first_byte", "last_byte"})
 	m.DeleteTarget("a")
@@ -117,7 +117,7 @@ func TestDeleteTargetRemovesEveryLayout(t *testing.T) {
 // TestFailureOfUnknownCause: a cause probes.Causes does not list counts as other.
 func TestFailureOfUnknownCause(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg)
+	m := NewWith(reg, Options{})
 	o := m.ForOp("t", "noop", "noop", nil)
 	o.Failure("no-such-cause").Inc()
 	o.Failure(probes.CauseOther).Inc()

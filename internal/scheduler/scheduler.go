@@ -50,21 +50,16 @@ func IntervalOf(rate float64) time.Duration {
 // run was meant to start. It must not block: the scheduler calls it inline.
 type Dispatch func(entry int, intended time.Time)
 
-// Run fires the entries until ctx is done or every entry has ended (End,
+// RunAhead fires the entries until ctx is done or every entry has ended (End,
 // Runs; entries without either never end). Runs that fell due while the
 // scheduler was late (a GC pause, a suspended VM) are all dispatched, each
 // with its own intended time, so the caller sees the delay as latency.
-// A run is dispatched on the Go timer, so 0..1 ms after its slot (see
-// Waiter); RunAhead with a Waiter on the receiving side is on time.
-func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatch) {
-	RunAhead(ctx, start, entries, 0, dispatch)
-}
-
-// RunAhead is Run that dispatches each run once its slot is at most lead
-// away (never more than lead early), for a receiver that waits for the slot
-// itself with a Waiter before starting the op: the op then starts on the
-// goroutine that woke for it, and the hand-off to that goroutine happens
-// before the slot instead of after it. Pass Lead.
+// Each run is dispatched once its slot is at most lead away (never more than
+// lead early), for a receiver that waits for the slot itself with a Waiter
+// before starting the op: the op then starts on the goroutine that woke for
+// it, and the hand-off to that goroutine happens before the slot instead of
+// after it. Pass Lead; with lead 0 a run is dispatched on the Go timer, 0..1 ms
+// after its slot.
 func RunAhead(ctx context.Context, start time.Time, entries []Entry, lead time.Duration, dispatch Dispatch) {
 	if len(entries) == 0 {
 		<-ctx.Done()

@@ -152,3 +152,8 @@ func TestAllEntriesOver(t *testing.T) {
 		}
 	})
 }
+
+// Run is RunAhead without lead: each run dispatched on the Go timer, 0..1 ms after its slot.
+func Run(ctx context.Context, start time.Time, entries []Entry, dispatch Dispatch) {
+	RunAhead(ctx, start, entries, 0, dispatch)
+}

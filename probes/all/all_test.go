@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/probes/probetest"
 )
 
 // TestEveryBackendDescribed: every backend linked into the daemon declares
@@ -16,7 +17,7 @@ func TestEveryBackendDescribed(t *testing.T) {
 		if !be.Facts.Declared() {
 			t.Errorf("%s: registered without facts", name)
 		}
-		for _, err := range probes.CheckFacts(be.Facts, be.NewConfig()) {
+		for _, err := range probetest.CheckFacts(be.Facts, be.NewConfig()) {
 			// Ops of other profiles are checked by the probe's own register_test.go.
 			if !strings.Contains(err.Error(), "which no configuration runs") {
 				t.Errorf("%s: %v", name, err)

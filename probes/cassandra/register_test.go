@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/probes/probetest"
 )
 
 // TestFacts: the rules and boards know exactly the ops of both profiles.
@@ -14,7 +15,7 @@ func TestFacts(t *testing.T) {
 	}
 	mixed, ycsb := DefaultConfig, DefaultConfig
 	mixed.Profile, ycsb.Profile = ProfileMixed, ProfileYCSBA
-	for _, err := range probes.CheckFacts(be.Facts, &mixed, &ycsb) {
+	for _, err := range probetest.CheckFacts(be.Facts, &mixed, &ycsb) {
 		t.Error(err)
 	}
 }

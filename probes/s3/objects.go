@@ -211,13 +211,6 @@ func (l *liveSet) unchanged(e listed) bool {
 	return slices.Contains(l.bySize[Size(e.obj.size)], e.obj) && e.obj.written.Equal(e.written) && !e.obj.changing
 }
 
-// count is the number of objects tracked for a size.
-func (l *liveSet) count(s Size) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.bySize[s])
-}
-
 // keys returns the keys of every object tracked, busy and suspect ones too.
 func (l *liveSet) keys() []string {
 	l.mu.Lock()

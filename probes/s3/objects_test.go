@@ -118,3 +118,10 @@ func TestParseKey(t *testing.T) {
 		t.Errorf("%q does not sort before the size folders", heartbeatName)
 	}
 }
+
+// count is the number of objects tracked for a size.
+func (l *liveSet) count(s Size) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.bySize[s])
+}

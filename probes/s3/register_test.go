@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/probes/probetest"
 )
 
 // TestFacts: the rules and boards know exactly the ops of the default configuration.
@@ -12,7 +13,7 @@ func TestFacts(t *testing.T) {
 	if !ok {
 		t.Fatal("s3 is not registered")
 	}
-	for _, err := range probes.CheckFacts(be.Facts, be.NewConfig()) {
+	for _, err := range probetest.CheckFacts(be.Facts, be.NewConfig()) {
 		t.Error(err)
 	}
 }

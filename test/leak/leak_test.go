@@ -122,7 +122,7 @@ func TestReloadsDoNotLeak(t *testing.T) {
 	baseGoroutines := runtime.NumGoroutine()
 
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWith(reg, metrics.Options{})
 	e := engine.New(m, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second)
 	stopped := false
 	defer func() {
