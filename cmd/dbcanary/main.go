@@ -226,7 +226,7 @@ func newCheckConfigCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command 
 			}
 			fmt.Fprintf(stdout, "%s: OK: %d target(s), %d op(s), instance id %q\n", g.configFile, len(cfg.Targets), ops, cfg.Global.InstanceID)
 			fmt.Fprintln(stdout, "expected load on each store (payload at the configured rates):")
-			printLoad(stdout, cfg)
+			printStoreLoad(stdout, cfg)
 			return nil
 		},
 	}

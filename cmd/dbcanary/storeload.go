@@ -7,16 +7,16 @@ import (
 	"github.com/dbcanary/dbcanary/internal/config"
 )
 
-// targetLoad is the load a target's resolved ops put on its store: ops per
+// storeLoad is the load a target's resolved ops put on its store: ops per
 // second (async ops, which follow another op, are not counted) and payload
 // bytes per second each way, from the ops' payload estimates
 // (probes.OpSpec.Sent and Received) at their configured rates.
-type targetLoad struct {
+type storeLoad struct {
 	ops, sent, received float64
 }
 
-func loadOf(t *config.Target) targetLoad {
-	var l targetLoad
+func storeLoadOf(t *config.Target) storeLoad {
+	var l storeLoad
 	specs := t.Probe.Ops()
 	for _, op := range t.Resolved {
 		if op.Async || op.Rate <= 0 {
@@ -45,13 +45,13 @@ func byteRate(v float64) string {
 	return fmt.Sprintf("%.0f B/s", v)
 }
 
-// printLoad writes each target's expected load and the instance's total:
+// printStoreLoad writes each target's expected load and the instance's total:
 // what one more dbcanary (one more sidecar) costs each store.
-func printLoad(w io.Writer, cfg *config.Config) {
-	var total targetLoad
+func printStoreLoad(w io.Writer, cfg *config.Config) {
+	var total storeLoad
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
-		l := loadOf(t)
+		l := storeLoadOf(t)
 		total.ops, total.sent, total.received = total.ops+l.ops, total.sent+l.sent, total.received+l.received
 		fmt.Fprintf(w, "  %s (%s): %.2f ops/s, %s to the store, %s from it\n", t.Name, t.Backend, l.ops, byteRate(l.sent), byteRate(l.received))
 	}
