@@ -126,6 +126,7 @@ type Target struct {
 	Ephemeral bool
 	// Config is the backend's validated section, of the type NewConfig returned.
 	Config Config
+	// Logger already carries the target and backend attributes: log lines do not repeat them.
 	Logger *slog.Logger
 	// Report delivers samples of async ops. It is safe for concurrent use and
 	// never nil.

@@ -176,7 +176,8 @@ type Options struct {
 	MaxEntries int
 	// Ephemeral keeps the ledger in memory whatever the state directory (one-shot runs).
 	Ephemeral bool
-	Logger    *slog.Logger
+	// Logger carries the target (the engine's runner logger does): log lines do not repeat it.
+	Logger *slog.Logger
 }
 
 // Open returns the target's ledger, loading its file if there is one. Two
@@ -228,21 +229,21 @@ func (s *Store) Open(o Options) *Ledger {
 func (l *Ledger) load() {
 	data, err := os.ReadFile(l.path)
 	if errors.Is(err, os.ErrNotExist) {
-		l.logger.Info("durability ledger: no file yet, starting a fresh one", "target", l.target)
+		l.logger.Info("durability ledger: no file yet, starting a fresh one")
 		return
 	}
 	if err != nil {
-		l.logger.Warn("durability ledger: cannot read the file, starting a fresh one (writes acknowledged before are not checked)", "target", l.target, "err", err)
+		l.logger.Warn("durability ledger: cannot read the file, starting a fresh one (writes acknowledged before are not checked)", "err", err)
 		return
 	}
 	var f file
 	if err := json.Unmarshal(data, &f); err != nil {
-		l.logger.Warn("durability ledger: the file is corrupt, starting a fresh one (writes acknowledged before are not checked)", "target", l.target, "err", err)
+		l.logger.Warn("durability ledger: the file is corrupt, starting a fresh one (writes acknowledged before are not checked)", "err", err)
 		return
 	}
 	if f.Version != fileVersion || f.Target != l.target || f.Backend != l.backend || f.Instance != l.instance {
 		l.logger.Warn("durability ledger: the file is of another version, target or instance, starting a fresh one",
-			"target", l.target, "file_version", f.Version, "file_target", f.Target, "file_instance", f.Instance)
+			"file_version", f.Version, "file_target", f.Target, "file_instance", f.Instance)
 		return
 	}
 	now := time.Now()
@@ -262,7 +263,7 @@ func (l *Ledger) load() {
 	if len(l.entries) > l.max {
 		l.entries = l.entries[len(l.entries)-l.max:]
 	}
-	l.logger.Info("durability ledger loaded", "target", l.target, "entries", len(l.entries))
+	l.logger.Info("durability ledger loaded", "entries", len(l.entries))
 }
 
 // save publishes the change to readers and writes the file atomically
@@ -316,7 +317,7 @@ func (l *Ledger) Add(e Entry) error {
 		if !l.warned {
 			l.warned = true
 			l.logger.Warn("durability ledger is full: the oldest entries are dropped unchecked (ledger_write runs faster than ledger_check keeps up, or the ages are long)",
-				"target", l.target, "max_entries", l.max)
+				"max_entries", l.max)
 		}
 		drop := -1
 		for i, old := range l.entries {
@@ -494,7 +495,7 @@ func (l *Ledger) Check(ctx context.Context, read ReadFunc, forget func(ctx conte
 		}
 		done, serr := l.Record(d, r)
 		if serr != nil {
-			l.logger.Warn("durability ledger: cannot save the file", "target", l.target, "err", serr)
+			l.logger.Warn("durability ledger: cannot save the file", "err", serr)
 		}
 		switch r {
 		case Intact:

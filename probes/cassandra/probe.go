@@ -84,7 +84,7 @@ func New(t probes.Target) (*Probe, error) {
 	}
 	p.setReplicas(cfg.Replication.configured())
 	for _, w := range cfg.Warnings() {
-		p.logger.Warn(w, "target", t.Name)
+		p.logger.Warn(w)
 	}
 	ks := cfg.Keyspace
 	switch cfg.Profile {

@@ -344,7 +344,7 @@ func (p *Probe) sweepUploads(ctx context.Context, now time.Time) int {
 	if uerr != nil {
 		if c := probes.CauseOf(uerr); (c == probes.CauseSetup || c == probes.CauseAuth) && !p.uploadsWarned.Swap(true) {
 			p.logger.Warn("the collector cannot list or abort the canary's unfinished multipart uploads, so those of failed puts stay until a lifecycle rule aborts them (grant s3:ListBucketMultipartUploads and s3:AbortMultipartUpload; see docs/s3.md)",
-				"target", p.target, "prefix", p.base, "err", uerr)
+				"prefix", p.base, "err", uerr)
 		} else {
 			p.logger.Debug("collector: aborting stale multipart uploads failed; retrying next pass", "err", uerr)
 		}

@@ -186,7 +186,7 @@ func (p *Probe) noLifecycleAPI(evidence string) {
 		return
 	}
 	p.logger.Warn("this S3 store has no bucket lifecycle API, so no lifecycle rule expires the canary prefix: dbcanary's own collector removes what crashed dbcanary processes leave (objects after abandoned_after, and their unfinished multipart uploads); set lifecycle_expiry: false to skip the attempt (see docs/s3.md)",
-		"target", p.target, "bucket", p.cfg.Bucket, "prefix", p.base, "evidence", evidence, "abandoned_after", p.abandonedAfter)
+		"bucket", p.cfg.Bucket, "prefix", p.base, "evidence", evidence, "abandoned_after", p.abandonedAfter)
 }
 
 // Namespace names the canary's bucket and this process's key prefix for the status page.
