@@ -4,8 +4,8 @@
 # the same image as `make image` builds without Docker from
 # deploy/image/Containerfile: an empty base with the CA bundle and the non-root
 # user 65532 (deploy/image/rootfs.sh), nothing else. Keep the final stage
-# identical to the Containerfile's (deploy/image_layout_test.go and
-# TestImage in deploy/image_integration_test.go check it).
+# identical to the Containerfile's (test/deploy/image_layout_test.go and
+# TestImage in test/deploy/image_integration_test.go check it).
 #   docker build --build-arg VERSION=$(git describe --tags --always) --build-arg REVISION=$(git rev-parse HEAD) -t dbcanary .
 # The release images are not built here but by .github/workflows/release.yml,
 # from the goreleaser binaries with deploy/image/build.sh (docs/release.md).

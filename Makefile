@@ -52,7 +52,7 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # saw the second lane's CPU (two promtool processes, test/leak's 200 targets, a private OpenSearch
 # node's start) starve the shared OpenSearch until probes/opensearch timed out. One lane (~28 min):
 #   make test INTEGRATION_LANE2=
-INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls
+INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls
 INTEGRATION_LANE2 ?= $(INTEGRATION_LANE2_CANDIDATES)
 LANE2_NICE ?= 10
 LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra

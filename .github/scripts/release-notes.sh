@@ -6,7 +6,7 @@
 # the release workflow hands to goreleaser as the release notes.
 # A section is a level-2 heading naming the version, as in Keep a Changelog:
 #   ## [0.1.0] - 2026-11-26      or      ## 0.1.0 (2026-11-26)
-# CHART_YAML and CHANGELOG override the files (TestReleaseNotes in deploy/image_layout_test.go uses them).
+# CHART_YAML and CHANGELOG override the files (TestReleaseNotes in test/deploy/image_layout_test.go uses them).
 set -euo pipefail
 
 version=${1:?usage: release-notes.sh VERSION (the tag without its leading v)}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Helm (chart rendering, lint and package for deploy tests) and helm-docs (the chart's
+# Helm (chart rendering, lint and package for test/deploy) and helm-docs (the chart's
 # README.md from values.yaml), built once from the Go module proxy and cached as
 # $STACK_DIR/bin/helm-$VERSION and $STACK_DIR/bin/helm-docs-$DOCS_VERSION; nothing is started.
 # Usage: helm.sh install|path|docs|docs-path|version (a tool: nothing is started;

@@ -796,7 +796,7 @@ func TestBinaryIsStatic(t *testing.T) {
 
 // TestDockerfile checks what can be checked without a Docker daemon: the
 // image builds with the Makefile's flags on an empty non-root base, whose
-// layout deploy/image_layout_test.go compares with the Containerfile podman builds.
+// layout test/deploy/image_layout_test.go compares with the Containerfile podman builds.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
 	if err != nil {
