@@ -130,15 +130,11 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 		ver = "(development build)"
 	}
 	if f.cpuProf != "" {
-		out, err := os.Create(f.cpuProf)
+		stopProfile, err := startCPUProfile(f.cpuProf)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+			return err
 		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	pr := newProgress(stderr, 0)
 	rep, runErr := bench.Run(ctx, bench.Options{Profile: prof, Params: p, Config: cfg, Target: f.target, Yes: f.yes, Baseline: base,
@@ -169,6 +165,19 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 		return exitError{code: exitFailed}
 	}
 	return nil
+}
+
+// startCPUProfile writes a Go CPU profile to path until stop is called (--cpuprofile).
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }
 
 // printProfiles lists the bench profiles (--list).

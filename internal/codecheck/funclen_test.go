@@ -37,6 +37,7 @@ func TestFunctionLength(t *testing.T) {
 		t.Fatal("no function found: the test runs from internal/codecheck and reads ../../cmd etc.")
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].lines > all[j].lines })
+	t.Logf("%d functions, median %d lines", len(all), all[len(all)/2].lines)
 	for i, f := range all[:min(10, len(all))] {
 		t.Logf("%2d. %4d lines  %s (%s:%d)", i+1, f.lines, f.name, f.pos.Filename, f.pos.Line)
 	}
