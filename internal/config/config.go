@@ -171,28 +171,38 @@ func LoadFile(file string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse decodes, defaults and validates a config. On error it returns every
-// problem at once, joined (errors.Join): each names its path, and its line
-// for a YAML-level problem.
-func Parse(data []byte) (*Config, error) {
-	var root yaml.Node
+// parseDocument reads data as exactly one YAML document whose top is a
+// mapping, and returns the document's root node and that mapping.
+func parseDocument(data []byte) (*yaml.Node, *yaml.Node, error) {
+	root := &yaml.Node{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil && err != io.EOF {
-		return nil, errors.Join(fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err)))
+	if err := dec.Decode(root); err != nil && err != io.EOF {
+		return nil, nil, fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))
 	}
 	// A second document after "---" would otherwise be silently ignored.
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, errors.Join(fmt.Errorf("line %d: the config holds more than one YAML document (a second one starts here): merge them into one", extra.Line))
+		return nil, nil, fmt.Errorf("line %d: the config holds more than one YAML document (a second one starts here): merge them into one", extra.Line)
 	} else if err != io.EOF {
-		return nil, errors.Join(fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err)))
+		return nil, nil, fmt.Errorf("config is not valid YAML: %s", cleanYAMLError(err))
 	}
 	if len(root.Content) == 0 {
-		return nil, errors.Join(errors.New("config is empty: it needs a targets list"))
+		return nil, nil, errors.New("config is empty: it needs a targets list")
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return nil, errors.Join(fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line))
+		return nil, nil, fmt.Errorf("line %d: the config must be a mapping with global and targets", doc.Line)
+	}
+	return root, doc, nil
+}
+
+// Parse decodes, defaults and validates a config. On error it returns every
+// problem at once, joined (errors.Join): each names its path, and its line
+// for a YAML-level problem.
+func Parse(data []byte) (*Config, error) {
+	root, doc, err := parseDocument(data)
+	if err != nil {
+		return nil, errors.Join(err)
 	}
 	// yaml.v3 finds the unknown keys, keys set twice and values of the wrong
 	// type; each target's share is reported with that target's other problems.
@@ -200,7 +210,7 @@ func Parse(data []byte) (*Config, error) {
 	perTarget := map[int][]problem{}
 	var targetsProblems []problem
 	globalBad := false
-	for _, p := range strictProblems(data, &root) {
+	for _, p := range strictProblems(data, root) {
 		var i int
 		switch {
 		case p.path == "targets":
