@@ -19,12 +19,12 @@ func (t *Target) Warnings() []string {
 
 // LedgerWarnings are the durability ledger's part of Warnings.
 func (t *Target) LedgerWarnings() []string {
-	lc, ok := t.Probe.(ledger.Configured)
+	lc, ok := t.Probe.(ledger.LedgerConfigured)
 	if !ok {
 		return nil
 	}
 	ages, maxEntries := lc.LedgerSettings()
-	return ledger.Warnings(ages, maxEntries, t.opRate(ledger.OpWrite), t.opRate(ledger.OpCheck))
+	return ledger.LedgerWarnings(ages, maxEntries, t.opRate(ledger.OpLedgerWrite), t.opRate(ledger.OpLedgerCheck))
 }
 
 // opRate is an effective op's rate, 0 when it is off.

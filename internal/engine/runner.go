@@ -131,7 +131,7 @@ var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot 
 // opens it from ledgers (nil: an in-memory store of its own, for one-shot
 // runs) and hands it over; metric series are resolved later by
 // attachMetrics, once a replaced runner's series are gone.
-func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledger.Store, logger *slog.Logger) (*runner, error) {
+func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledger.LedgerStore, logger *slog.Logger) (*runner, error) {
 	r := &runner{
 		target:   t,
 		logger:   logger.With("target", t.Name, "backend", t.Backend),
@@ -151,9 +151,9 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledg
 	}
 	r.probe = p
 	if ledgers == nil {
-		ledgers = ledger.NewStore("")
+		ledgers = ledger.NewLedgerStore("")
 	}
-	r.ledger = ledgers.Attach(p, t.Probe, ledger.Options{Target: t.Name, Backend: t.Backend, Instance: instanceID, Ephemeral: ephemeral, Logger: r.logger})
+	r.ledger = ledgers.Attach(p, t.Probe, ledger.LedgerOptions{Target: t.Name, Backend: t.Backend, Instance: instanceID, Ephemeral: ephemeral, Logger: r.logger})
 	queue := t.MaxInFlight
 	for _, op := range t.Resolved {
 		s := &opState{op: op}

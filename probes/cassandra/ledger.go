@@ -44,7 +44,7 @@ func (c *Config) ledgerAges() []time.Duration {
 	}
 	limit, _ := c.ledgerLimit()
 	var out []time.Duration
-	for _, a := range ledger.DefaultAges {
+	for _, a := range ledger.DefaultLedgerAges {
 		if a <= limit {
 			out = append(out, a)
 			continue
@@ -74,11 +74,11 @@ func (c *Config) validateLedger() []error {
 // and consistency.ledger_check, or by default those of the profile's write op and read.
 func (c *Config) ledgerLevels() (w, r gocql.Consistency) {
 	w, r = c.consistency(c.writeOp()), c.consistency(OpRead)
-	if _, ok := c.Consistency[ledger.OpWrite]; ok {
-		w = c.consistency(ledger.OpWrite)
+	if _, ok := c.Consistency[ledger.OpLedgerWrite]; ok {
+		w = c.consistency(ledger.OpLedgerWrite)
 	}
-	if _, ok := c.Consistency[ledger.OpCheck]; ok {
-		r = c.consistency(ledger.OpCheck)
+	if _, ok := c.Consistency[ledger.OpLedgerCheck]; ok {
+		r = c.consistency(ledger.OpLedgerCheck)
 	}
 	return w, r
 }
@@ -136,12 +136,12 @@ func (p *Probe) ledgerWrite(ctx context.Context, s *gocql.Session, out *probes.O
 	}
 	out.Sent = time.Now()
 	if err := s.Query(p.stmts.ledgerWrite, bind, val, p.ttlSeconds).Consistency(p.ledgerW).ExecContext(ctx); err != nil {
-		return p.opErr(s, ledger.OpWrite, err)
+		return p.opErr(s, ledger.OpLedgerWrite, err)
 	}
 	acked := time.Now()
 	p.noteResult(s, nil)
 	out.BytesSent += int64(len(body))
-	if err := p.ledger.Add(ledger.Entry{Key: key, Where: p.cfg.Keyspace + "." + p.table, Sum: ledger.Sum(body), Size: int64(len(body)),
+	if err := p.ledger.Add(ledger.LedgerEntry{Key: key, Where: p.cfg.Keyspace + "." + p.table, Sum: ledger.LedgerSum(body), Size: int64(len(body)),
 		Acked: acked, Setting: "INSERT at " + p.ledgerW.String()}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
@@ -163,7 +163,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, s *gocql.Session, out *probes.O
 	rs := p.check.Load().replicas
 	weak := !rs.overlap(p.ledgerR, p.ledgerW, p.cfg.LocalDC)
 	confirm, canConfirm := rs.confirmLevel(p.ledgerW, p.cfg.LocalDC)
-	readAt := func(ctx context.Context, d ledger.Due, cl gocql.Consistency) (ledger.Result, error) {
+	readAt := func(ctx context.Context, d ledger.LedgerDue, cl gocql.Consistency) (ledger.LedgerResult, error) {
 		key, err := p.ledgerKey(d.Key)
 		if err != nil {
 			return "", probes.Fail(probes.CauseOther, fmt.Errorf("cassandra: ledger key %q: %w", d.Key, err))
@@ -172,23 +172,23 @@ func (p *Probe) ledgerCheck(ctx context.Context, s *gocql.Session, out *probes.O
 		err = s.Query(p.stmts.ledgerRead, key).Consistency(cl).ScanContext(ctx, &got)
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
-			return ledger.Missing, nil
+			return ledger.LedgerMissing, nil
 		case err != nil:
-			return "", p.opErr(s, ledger.OpCheck, err)
+			return "", p.opErr(s, ledger.OpLedgerCheck, err)
 		}
 		p.noteResult(s, nil)
 		out.BytesReceived += int64(len(got))
 		if len(got) == 0 { // the row is there without the ledger's column (overwritten, or a tombstone)
-			return ledger.Missing, nil
+			return ledger.LedgerMissing, nil
 		}
-		if ledger.Sum(got) != d.Sum {
-			return ledger.Corrupted, nil
+		if ledger.LedgerSum(got) != d.Sum {
+			return ledger.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return ledger.LedgerIntact, nil
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d ledger.LedgerDue) (ledger.LedgerResult, error) {
 		r, err := readAt(ctx, d, p.ledgerR)
-		if err != nil || r == ledger.Intact || !weak || !canConfirm {
+		if err != nil || r == ledger.LedgerIntact || !weak || !canConfirm {
 			return r, err
 		}
 		return readAt(ctx, d, confirm)

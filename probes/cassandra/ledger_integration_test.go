@@ -18,7 +18,7 @@ import (
 
 // testLedgers is the store this test binary opens its probes' durability
 // ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+var testLedgers = ledger.NewLedgerStore("")
 
 // ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
@@ -76,7 +76,7 @@ func writeKillRestartCheck(t *testing.T, node *privateNode, target string, write
 		al.waitScraped(t, target)
 	}
 	for range writes {
-		if err := run(t, p, ledger.OpWrite); err != nil {
+		if err := run(t, p, ledger.OpLedgerWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)
 		}
 	}
@@ -96,7 +96,7 @@ func writeKillRestartCheck(t *testing.T, node *privateNode, target string, write
 		if time.Now().After(deadline) {
 			t.Fatalf("ledger still holds %d entries after 90s", len(p.Ledger().Entries()))
 		}
-		err := run(t, p, ledger.OpCheck)
+		err := run(t, p, ledger.OpLedgerCheck)
 		switch {
 		case err == nil:
 		case probes.CauseOf(err).DataCause():

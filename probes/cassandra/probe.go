@@ -129,9 +129,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 
 func (p *Probe) run(ctx context.Context, s *gocql.Session, op string, out *probes.Outcome) (err error) {
 	switch {
-	case op == ledger.OpWrite:
+	case op == ledger.OpLedgerWrite:
 		return p.ledgerWrite(ctx, s, out)
-	case op == ledger.OpCheck:
+	case op == ledger.OpLedgerCheck:
 		return p.ledgerCheck(ctx, s, out)
 	case p.ring != nil && op == OpInsert:
 		_, err = p.insert(ctx, s, out)

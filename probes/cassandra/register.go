@@ -19,7 +19,7 @@ func init() {
 			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
 			Ops: []probes.OpFacts{
 				{Name: OpInsert}, {Name: OpRead}, {Name: OpReadMiss}, {Name: OpUpdate},
-				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},
+				{Name: ledger.OpLedgerWrite}, {Name: ledger.OpLedgerCheck},
 			},
 		},
 		Bench: benchProfiles(),

@@ -46,7 +46,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, index string, out *probes.Outco
 	if err := p.putDoc(ctx, index, d, out); err != nil {
 		return err
 	}
-	if err := p.ledger.Add(ledger.Entry{Key: d.ID, Where: index, Sum: ledger.Sum(mustJSON(d)), Acked: time.Now(), Setting: "index API _create"}); err != nil {
+	if err := p.ledger.Add(ledger.LedgerEntry{Key: d.ID, Where: index, Sum: ledger.LedgerSum(mustJSON(d)), Acked: time.Now(), Setting: "index API _create"}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if n, err := p.ledger.Forget(time.Now().Add(-after)); n > 0 {
 		p.logger.Info("durability ledger: forgot entries older than retention (dbcanary was down past their check)", "entries", n, "older_than", after, "err", err)
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d ledger.LedgerDue) (ledger.LedgerResult, error) {
 		what := "get " + d.Key + " from " + d.Where + " (ledger)"
 		status, body, err := p.do(ctx, request{what: what, method: http.MethodGet, path: "/" + url.PathEscape(d.Where) + "/_doc/" + url.PathEscape(d.Key)}, out)
 		if err != nil {
@@ -84,13 +84,13 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 			if strings.Contains(string(body), "index_not_found_exception") {
 				p.logger.Warn("durability ledger: the index of an acknowledged document is gone", "index", d.Where, "id", d.Key)
 			}
-			return ledger.Missing, nil
+			return ledger.LedgerMissing, nil
 		}
 		got, err := decodeDocument(res.Source)
-		if err != nil || ledger.Sum(mustJSON(got)) != d.Sum {
-			return ledger.Corrupted, nil
+		if err != nil || ledger.LedgerSum(mustJSON(got)) != d.Sum {
+			return ledger.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return ledger.LedgerIntact, nil
 	}
 	return p.ledger.Check(ctx, read, nil) // documents go with their daily index
 }
@@ -102,7 +102,7 @@ func (c *Config) LedgerSettings() ([]time.Duration, int) {
 
 // ledgerEntries are the ledger's entries; none when no ledger was handed
 // over (a probe built without the engine, in tests).
-func (p *Probe) ledgerEntries() []ledger.Entry {
+func (p *Probe) ledgerEntries() []ledger.LedgerEntry {
 	if p.ledger == nil {
 		return nil
 	}

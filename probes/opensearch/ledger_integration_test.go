@@ -17,7 +17,7 @@ import (
 
 // testLedgers is the store this test binary opens its probes' durability
 // ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+var testLedgers = ledger.NewLedgerStore("")
 
 // ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
@@ -74,7 +74,7 @@ func TestLedgerTranslogKill9(t *testing.T) {
 	async, request := probe("ledger-async"), probe("ledger-request")
 	for _, p := range []*Probe{async, request} {
 		for range writes {
-			if _, err := run(t, p, ledger.OpWrite); err != nil {
+			if _, err := run(t, p, ledger.OpLedgerWrite); err != nil {
 				t.Fatalf("%s ledger_write: %v", p.target, err)
 			}
 		}
@@ -91,7 +91,7 @@ func TestLedgerTranslogKill9(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: ledger still holds %d entries", p.target, len(p.Ledger().Entries()))
 			}
-			if _, err := run(t, p, ledger.OpCheck); err != nil {
+			if _, err := run(t, p, ledger.OpLedgerCheck); err != nil {
 				if probes.CauseOf(err).DataCause() {
 					t.Logf("%s ledger_check: %.300s", p.target, err)
 				} else {

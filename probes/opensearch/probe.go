@@ -151,9 +151,9 @@ func (p *Probe) runOp(ctx context.Context, op string, out *probes.Outcome) error
 		return p.get(ctx, index, out)
 	case OpVisibility:
 		return p.visibility(ctx, index, out)
-	case ledger.OpWrite:
+	case ledger.OpLedgerWrite:
 		return p.ledgerWrite(ctx, index, out)
-	case ledger.OpCheck:
+	case ledger.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: unknown op %q", p.target, op))

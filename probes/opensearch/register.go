@@ -19,7 +19,7 @@ func init() {
 			Ops: []probes.OpFacts{
 				{Name: OpIndex}, {Name: OpBulk}, {Name: OpSearchAll}, {Name: OpSearchTerm}, {Name: OpSearchPhrase}, {Name: OpGet},
 				{Name: OpVisibility, Title: "visibility lag (index to searchable)"},
-				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},
+				{Name: ledger.OpLedgerWrite}, {Name: ledger.OpLedgerCheck},
 			},
 			Panels: []probes.Panel{{
 				Title:       "Search p99: default / term / phrase vs baseline",

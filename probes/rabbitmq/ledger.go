@@ -19,7 +19,7 @@ import (
 // LedgerConfig is the `ledger:` block of the rabbitmq section. A queue can
 // only be read by consuming it, so each message is read back once, at one age.
 type LedgerConfig struct {
-	ledger.Config `yaml:",inline"`
+	ledger.LedgerConfig `yaml:",inline"`
 	// QueueType of the ledger queue: classic or quorum; empty means the
 	// target's queue_type.
 	QueueType string `yaml:"queue_type"`
@@ -50,7 +50,7 @@ func (c *Config) ledgerQueueType() string {
 }
 
 func (c *Config) validateLedger() []error {
-	lc := c.Ledger.Config
+	lc := c.Ledger.LedgerConfig
 	lc.Ages = c.ledgerAges()
 	errs := lc.Validate(0, "")
 	if len(c.Ledger.Ages) > 1 {
@@ -162,7 +162,7 @@ func (p *Probe) ledgerChannelOn(conn *amqp.Connection) (*amqp.Channel, error) {
 	}
 	args := amqp.Table{
 		"x-expires":    p.cfg.QueueExpires.Milliseconds(),
-		"x-max-length": int64(max(p.cfg.Ledger.MaxEntries, ledger.DefaultMaxEntries)),
+		"x-max-length": int64(max(p.cfg.Ledger.MaxEntries, ledger.DefaultLedgerMaxEntries)),
 		"x-queue-type": p.cfg.ledgerQueueType(),
 	}
 	if _, err := ch.QueueDeclare(s.queue, true, false, false, false, args); err != nil {
@@ -215,7 +215,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 		return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: broker nacked ledger message %s on queue %s", p.nodeURL(), key, s.queue))
 	}
 	out.BytesSent = int64(len(body))
-	if err := s.l.Add(ledger.Entry{Key: key, Where: s.queue, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: time.Now(), Setting: s.setting}); err != nil {
+	if err := s.l.Add(ledger.LedgerEntry{Key: key, Where: s.queue, Sum: ledger.LedgerSum(body), Size: int64(len(body)), Acked: time.Now(), Setting: s.setting}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -223,7 +223,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 
 // before reports whether entry a was enqueued before entry b: by sequence
 // within one run of dbcanary, by acknowledgement time across runs.
-func before(a, b ledger.Entry) bool {
+func before(a, b ledger.LedgerEntry) bool {
 	ra, sa, okA := strings.Cut(a.Key, ".")
 	rb, sb, okB := strings.Cut(b.Key, ".")
 	if okA && okB && ra == rb {
@@ -248,11 +248,11 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]ledger.Entry{}
+	known := map[string]ledger.LedgerEntry{}
 	for _, e := range s.l.Entries() {
 		known[e.Key] = e
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d ledger.LedgerDue) (ledger.LedgerResult, error) {
 		for {
 			var m amqp.Delivery
 			if s.held != nil && s.heldCh == ch && !ch.IsClosed() {
@@ -263,7 +263,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 					return "", p.classify("get (ledger)", err)
 				}
 				if !ok {
-					return ledger.Missing, nil // drained: its message is not there
+					return ledger.LedgerMissing, nil // drained: its message is not there
 				}
 				m = got
 			}
@@ -275,11 +275,11 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 					return "", p.classify("ack (ledger)", err)
 				}
 				out.BytesReceived += int64(len(m.Body))
-				if ledger.Sum(m.Body) != d.Sum {
-					return ledger.Corrupted, nil
+				if ledger.LedgerSum(m.Body) != d.Sum {
+					return ledger.LedgerCorrupted, nil
 				}
-				return ledger.Intact, nil
-			case !isKnown || before(e, d.Entry):
+				return ledger.LedgerIntact, nil
+			case !isKnown || before(e, d.LedgerEntry):
 				if isKnown {
 					p.logger.Warn("durability ledger: a message came after the check of its entry; discarded", "key", m.MessageId)
 				}
@@ -288,7 +288,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 				}
 			default: // newer than the entry: the entry's message is gone
 				s.held, s.heldCh = &m, ch
-				return ledger.Missing, nil
+				return ledger.LedgerMissing, nil
 			}
 		}
 	}

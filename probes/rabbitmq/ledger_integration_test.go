@@ -16,7 +16,7 @@ import (
 
 // testLedgers is the store this test binary opens its probes' durability
 // ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+var testLedgers = ledger.NewLedgerStore("")
 
 // ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
@@ -62,7 +62,7 @@ func ledgerKill9(t *testing.T, b *privateBroker, target, ledgerBlock string, wri
 	t.Cleanup(func() { _ = p.Close() })
 	enginetest.AttachLedger(t, testLedgers, p, "rabbitmq", pt)
 	for i := range writes {
-		if err := runOp(t, p, ledger.OpWrite); err != nil {
+		if err := runOp(t, p, ledger.OpLedgerWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)
 		}
 		if i == 0 {
@@ -81,7 +81,7 @@ func ledgerKill9(t *testing.T, b *privateBroker, target, ledgerBlock string, wri
 		if time.Now().After(deadline) {
 			t.Fatalf("ledger still holds %d entries after 90s", len(p.Ledger().Entries()))
 		}
-		if err := runOp(t, p, ledger.OpCheck); err != nil {
+		if err := runOp(t, p, ledger.OpLedgerCheck); err != nil {
 			if probes.CauseOf(err).DataCause() {
 				t.Logf("ledger_check: %.300s", err)
 			} else {

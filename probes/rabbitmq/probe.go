@@ -181,9 +181,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	switch op {
 	case OpPublish:
 		return p.publish(ctx, out)
-	case ledger.OpWrite:
+	case ledger.OpLedgerWrite:
 		return p.ledgerWrite(ctx, out)
-	case ledger.OpCheck:
+	case ledger.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return fmt.Errorf("rabbitmq: op %q is not scheduled", op)

@@ -15,7 +15,7 @@ func init() {
 		Facts: probes.Facts{
 			Title: "RabbitMQ",
 			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
-			Ops:   []probes.OpFacts{{Name: OpPublish}, {Name: OpConsume}, {Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
+			Ops:   []probes.OpFacts{{Name: OpPublish}, {Name: OpConsume}, {Name: ledger.OpLedgerWrite}, {Name: ledger.OpLedgerCheck}},
 			Panels: []probes.Panel{{
 				Title:        "Confirm latency (publish) vs end-to-end latency (consume), p99",
 				Description:  "publish ends at the broker's confirm; consume runs from the publish's intended start to receipt.",

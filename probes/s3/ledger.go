@@ -54,8 +54,8 @@ func (c *Config) ledgerForgetAfter() time.Duration {
 // ledgerOps adds the ledger's ops; the ledger itself is handed over by
 // UseLedger.
 func (p *Probe) ledgerOps() {
-	p.ops[ledger.OpWrite] = opRef{kind: ledger.OpWrite}
-	p.ops[ledger.OpCheck] = opRef{kind: ledger.OpCheck}
+	p.ops[ledger.OpLedgerWrite] = opRef{kind: ledger.OpLedgerWrite}
+	p.ops[ledger.OpLedgerCheck] = opRef{kind: ledger.OpLedgerCheck}
 }
 
 // UseLedger implements ledger.User.
@@ -80,7 +80,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 	acked := time.Now()
 	out.BytesSent += int64(len(body))
 	p.wrote.Store(true)
-	if err := p.ledger.Add(ledger.Entry{Key: key, Where: "s3://" + p.cfg.Bucket, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: acked, Setting: "PUT"}); err != nil {
+	if err := p.ledger.Add(ledger.LedgerEntry{Key: key, Where: "s3://" + p.cfg.Bucket, Sum: ledger.LedgerSum(body), Size: int64(len(body)), Acked: acked, Setting: "PUT"}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -93,12 +93,12 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if n, err := p.ledger.Forget(time.Now().Add(-after)); n > 0 {
 		p.logger.Info("durability ledger: forgot entries older than the collector and lifecycle rule leave objects (dbcanary was down past their check)", "entries", n, "older_than", after, "err", err)
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d ledger.LedgerDue) (ledger.LedgerResult, error) {
 		body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, d.Key, minio.GetObjectOptions{})
 		if err != nil {
 			err = p.classify("get (ledger)", d.Key, err)
 			if probes.CauseOf(err) == probes.CauseNotFound {
-				return ledger.Missing, nil
+				return ledger.LedgerMissing, nil
 			}
 			return "", err
 		}
@@ -108,12 +108,12 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 			return "", p.classify("get (ledger)", d.Key, err)
 		}
 		out.BytesReceived += int64(len(data))
-		if ledger.Sum(data) != d.Sum {
-			return ledger.Corrupted, nil
+		if ledger.LedgerSum(data) != d.Sum {
+			return ledger.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return ledger.LedgerIntact, nil
 	}
-	forget := func(ctx context.Context, d ledger.Due) {
+	forget := func(ctx context.Context, d ledger.LedgerDue) {
 		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, d.Key, minio.RemoveObjectOptions{}); err != nil {
 			p.logger.Debug("durability ledger: cannot delete a checked object; the lifecycle rule will", "key", d.Key, "err", err)
 		}

@@ -186,9 +186,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 		return p.head(ctx, ref.size, out)
 	case OpDelete:
 		return p.delete(ctx, ref.size, out)
-	case ledger.OpWrite:
+	case ledger.OpLedgerWrite:
 		return p.ledgerWrite(ctx, out)
-	case ledger.OpCheck:
+	case ledger.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return p.list(ctx, out)

@@ -135,7 +135,7 @@ func TestSwift(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			mustRun(t, p, ledger.OpWrite)
+			mustRun(t, p, ledger.OpLedgerWrite)
 		}
 		if lost := checkUntilEmpty(t, p, 90*time.Second); len(lost) != 0 {
 			t.Fatalf("ledger losses on a healthy Swift: %v", lost)
