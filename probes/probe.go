@@ -133,6 +133,10 @@ type Target struct {
 	// Certs is told the certificate chains the store presents over TLS; pass
 	// it to TLSConfig.Build. May be nil.
 	Certs CertObserver
+	// Ledger is the target's durability ledger, opened by the engine when
+	// Config keeps one (LedgerConfigured), else nil. The probe writes to it
+	// and reads back; the engine closes it after the probe's Close.
+	Ledger *Ledger
 }
 
 // Reporter receives samples of async ops.

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -28,7 +27,7 @@ func (throwawayConfig) Ops() []probes.OpSpec {
 	return append([]probes.OpSpec{
 		{Name: "write", DefaultRate: 1, Help: "write a thing"},
 		{Name: "read", DefaultRate: 1, Phases: []string{"connect", "body"}, Help: "read it back"},
-	}, ledger.LedgerSpecs()...)
+	}, probes.LedgerSpecs()...)
 }
 
 type throwawayProbe struct{}
@@ -44,7 +43,7 @@ func registerThrowaway() {
 		Facts: probes.Facts{
 			Title: "Throwaway",
 			Ops: []probes.OpFacts{{Name: "write"}, {Name: "read", Phases: []string{"connect", "body"}},
-				{Name: ledger.OpLedgerWrite}, {Name: ledger.OpLedgerCheck}},
+				{Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck}},
 			Panels: []probes.Panel{{Title: "Write vs read, p99", Description: "Both ops' p99.", ThresholdsOf: "write",
 				Queries: []probes.Query{{Series: probes.SeriesLatency, Ops: "write|read", Quantile: 0.99, Legend: "{{target}} {{op}}"}}}},
 		}})

@@ -18,7 +18,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dbcanary/dbcanary/internal/backoff"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -139,7 +138,7 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
-	p.newLedgerState()
+	p.newLedgerState(t.Ledger)
 	p.stop, p.cancel = context.WithCancel(context.Background())
 	// One url: the probe's own connection is the node's check. A one-shot
 	// run exports no metrics: no extra connections either.
@@ -181,9 +180,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	switch op {
 	case OpPublish:
 		return p.publish(ctx, out)
-	case ledger.OpLedgerWrite:
+	case probes.OpLedgerWrite:
 		return p.ledgerWrite(ctx, out)
-	case ledger.OpLedgerCheck:
+	case probes.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return fmt.Errorf("rabbitmq: op %q is not scheduled", op)

@@ -1,4 +1,4 @@
-package ledger
+package probes
 
 import (
 	"time"

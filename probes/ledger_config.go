@@ -1,11 +1,9 @@
-package ledger
+package probes
 
 import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dbcanary/dbcanary/probes"
 )
 
 // LedgerConfig is the `ledger:` block of a backend section.
@@ -31,21 +29,21 @@ func (c LedgerConfig) Validate(limit time.Duration, why string) []error {
 		}
 		switch {
 		case a < minLedgerAge:
-			errs = append(errs, probes.Invalid(f, "must be at least %s, got %s", minLedgerAge, a))
+			errs = append(errs, Invalid(f, "must be at least %s, got %s", minLedgerAge, a))
 		case limit > 0 && a >= limit:
-			errs = append(errs, probes.Invalid(f, "%s is impossible: %s, so a write acknowledged %s ago is gone by design (set shorter ledger.ages or a longer retention)", AgeLabel(a), why, AgeLabel(a)))
+			errs = append(errs, Invalid(f, "%s is impossible: %s, so a write acknowledged %s ago is gone by design (set shorter ledger.ages or a longer retention)", AgeLabel(a), why, AgeLabel(a)))
 		}
 	}
 	sorted := slices.Clone(c.Ages)
 	slices.Sort(sorted)
 	if len(slices.Compact(sorted)) != len(c.Ages) {
-		errs = append(errs, probes.Invalid("ledger.ages", "lists an age twice"))
+		errs = append(errs, Invalid("ledger.ages", "lists an age twice"))
 	}
 	if len(c.Ages) > 8 {
-		errs = append(errs, probes.Invalid("ledger.ages", "at most 8 ages, got %d", len(c.Ages)))
+		errs = append(errs, Invalid("ledger.ages", "at most 8 ages, got %d", len(c.Ages)))
 	}
 	if c.MaxEntries < 0 || c.MaxEntries > 100000 {
-		errs = append(errs, probes.Invalid("ledger.max_entries", "must be between 1 and 100000 (0 = default %d), got %d", DefaultLedgerMaxEntries, c.MaxEntries))
+		errs = append(errs, Invalid("ledger.max_entries", "must be between 1 and 100000 (0 = default %d), got %d", DefaultLedgerMaxEntries, c.MaxEntries))
 	}
 	return errs
 }
@@ -73,17 +71,31 @@ const (
 )
 
 // LedgerSpecs are the two ops' specs for a probe's Ops().
-func LedgerSpecs() []probes.OpSpec {
-	return []probes.OpSpec{
+func LedgerSpecs() []OpSpec {
+	return []OpSpec{
 		{Name: OpLedgerWrite, DefaultRate: DefaultLedgerWriteRate, Help: "durability ledger: write one record the store must acknowledge, and remember it"},
 		{Name: OpLedgerCheck, DefaultRate: DefaultLedgerCheckRate, Help: "durability ledger: read back acknowledged writes that reached a check age (1m, 10m, 1h): intact, missing or corrupted"},
 	}
 }
 
-// LedgerConfigured is implemented by a backend config that runs a durability
-// ledger: the ages it checks at and its bound, defaults applied.
+// LedgerConfigured is implemented by the Config of a backend whose probe
+// keeps a durability ledger: the ages its `ledger:` block checks at and its
+// bound, defaults and the backend's retention applied.
 type LedgerConfigured interface {
 	LedgerSettings() (ages []time.Duration, maxEntries int)
+}
+
+// OpenFor opens the durability ledger of a target whose backend section c
+// keeps one (LedgerConfigured), with c's ages and bound; the engine hands it
+// to the probe in Target.Ledger. It returns nil, and opens nothing, when c
+// keeps none. o names the target; its Ages and MaxEntries come from c.
+func (s *LedgerStore) OpenFor(c Config, o LedgerOptions) *Ledger {
+	lc, ok := c.(LedgerConfigured)
+	if !ok {
+		return nil
+	}
+	o.Ages, o.MaxEntries = lc.LedgerSettings()
+	return s.Open(o)
 }
 
 // LedgerWarnings says when valid rates make the ledger check less than it seems:

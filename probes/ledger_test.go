@@ -1,4 +1,4 @@
-package ledger
+package probes
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/dbcanary/dbcanary/probes"
 )
 
 func entry(key string, acked time.Time) LedgerEntry {
@@ -80,7 +78,7 @@ func TestCheckReportsMissingAndCorrupted(t *testing.T) {
 		}
 		return LedgerIntact, nil
 	}, func(_ context.Context, d LedgerDue) { forgot = append(forgot, d.Key) })
-	if c := probes.CauseOf(err); c != probes.CauseNotFound {
+	if c := CauseOf(err); c != CauseNotFound {
 		t.Fatalf("cause %q, err %v", c, err)
 	}
 	for _, want := range []string{"t gone acknowledged", "is missing at the 1m check", "t bad acknowledged", "differs from what was written"} {
@@ -103,7 +101,7 @@ func TestCheckReleasesOnStoreError(t *testing.T) {
 	l := openIn(t, "", "down")
 	defer l.Close()
 	_ = l.Add(entry("k", time.Now().Add(-2*time.Minute)))
-	boom := probes.Fail(probes.CauseRefused, errors.New("refused"))
+	boom := Fail(CauseRefused, errors.New("refused"))
 	if err := l.Check(context.Background(), func(context.Context, LedgerDue) (LedgerResult, error) { return "", boom }, nil); err != boom {
 		t.Fatalf("err %v", err)
 	}
@@ -338,25 +336,21 @@ func TestRateWarnings(t *testing.T) {
 	}
 }
 
-type fakeUser struct{ l *Ledger }
+// ledgerConfig is a backend section that keeps a ledger.
+type ledgerConfig struct{ testConfig }
 
-func (u *fakeUser) UseLedger(l *Ledger) { u.l = l }
+func (ledgerConfig) LedgerSettings() ([]time.Duration, int) { return []time.Duration{time.Minute}, 7 }
 
-type fakeConfigured struct{}
-
-func (fakeConfigured) LedgerSettings() ([]time.Duration, int) { return []time.Duration{time.Minute}, 7 }
-
-// TestAttach: a probe that keeps a ledger gets the one the store opened,
-// with the ages and bound of its config, and the store exports its series
-// until the ledger is closed; any other probe gets none.
-func TestAttach(t *testing.T) {
+// TestOpenFor: a target whose section keeps a ledger gets one with the ages
+// and bound of its section, and the store exports its series until the
+// ledger is closed; a section that keeps none gets none.
+func TestOpenFor(t *testing.T) {
 	s := NewLedgerStore("")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s)
-	var u fakeUser
-	l := s.Attach(&u, fakeConfigured{}, LedgerOptions{Target: "att", Backend: "test", Instance: "i1"})
-	if l == nil || u.l != l {
-		t.Fatalf("attached %v, the probe holds %v", l, u.l)
+	l := s.OpenFor(ledgerConfig{}, LedgerOptions{Target: "att", Backend: "test", Instance: "i1"})
+	if l == nil {
+		t.Fatal("no ledger for a section that keeps one")
 	}
 	if st := l.Status(time.Now()); st.MaxEntries != 7 || strings.Join(st.Ages, ",") != "1m" {
 		t.Fatalf("ledger settings %+v, want the config's", st)
@@ -370,7 +364,7 @@ func TestAttach(t *testing.T) {
 	if n, _ := count(reg, "dbcanary_ledger_entries"); n != 0 {
 		t.Fatalf("entries series %d after close", n)
 	}
-	if s.Attach(&u, struct{}{}, LedgerOptions{Target: "x"}) != nil || s.Attach(struct{}{}, fakeConfigured{}, LedgerOptions{Target: "y"}) != nil {
-		t.Error("a ledger for a probe or a config that keeps none")
+	if s.OpenFor(testConfig{}, LedgerOptions{Target: "x"}) != nil {
+		t.Error("a ledger for a section that keeps none")
 	}
 }

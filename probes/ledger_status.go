@@ -1,4 +1,4 @@
-package ledger
+package probes
 
 import (
 	"maps"
@@ -42,13 +42,13 @@ type LedgerAgeChecks struct {
 // LedgerLoss is an acknowledged write a check found missing or corrupted. Its
 // fields are names the canary made (key, namespace), never data or secrets.
 type LedgerLoss struct {
-	At      time.Time `json:"at"`
-	Age     string    `json:"age"`
-	Result  LedgerResult    `json:"result"`
-	Key     string    `json:"key"`
-	Where   string    `json:"where,omitempty"`
-	Setting string    `json:"setting,omitempty"`
-	Acked   time.Time `json:"acked"`
+	At      time.Time    `json:"at"`
+	Age     string       `json:"age"`
+	Result  LedgerResult `json:"result"`
+	Key     string       `json:"key"`
+	Where   string       `json:"where,omitempty"`
+	Setting string       `json:"setting,omitempty"`
+	Acked   time.Time    `json:"acked"`
 }
 
 // Losses is the number of checks that found an entry missing or corrupted.

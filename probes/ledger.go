@@ -1,15 +1,16 @@
-// Package ledger is the durability ledger: a bounded record, per target, of
-// writes a store acknowledged (what was written, its checksum, when, at which
-// consistency), so probes can read each one back at set ages (1m, 10m, 1h)
-// and tell an operator that an acknowledged write is gone.
+// The durability ledger: a bounded record, per target, of writes a store
+// acknowledged (what was written, its checksum, when, at which consistency),
+// so probes can read each one back at set ages (1m, 10m, 1h) and tell an
+// operator that an acknowledged write is gone.
 //
-// The daemon opens one Store and the engine opens each target's ledger from
-// it. A ledger lives in a small JSON file under the store's state directory,
+// The daemon opens one LedgerStore; the engine opens each target's ledger
+// from it and hands it to the probe in Target.Ledger. A ledger lives in a small JSON file under the store's state directory,
 // so it survives a restart of dbcanary; with no state directory it lives in
 // memory. A missing, unreadable or corrupt file starts a fresh, empty ledger:
 // an entry the canary does not know about is never checked, so a lost ledger
 // can only hide losses, never invent one.
-package ledger
+
+package probes
 
 import (
 	"context"
@@ -29,8 +30,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/dbcanary/dbcanary/probes"
 )
 
 // LedgerResult is what one check of an entry found.
@@ -54,7 +53,7 @@ type LedgerEntry struct {
 	// Where is the namespace it was written to (table, index, bucket, queue),
 	// so a check reads it where it was written even if the config changed.
 	Where string `json:"where,omitempty"`
-	// Sum is the hex SHA-256 of what was written (Sum).
+	// Sum is the hex SHA-256 of what was written (LedgerSum).
 	Sum string `json:"sum"`
 	// Size is the payload size in bytes.
 	Size int64 `json:"size,omitempty"`
@@ -85,10 +84,10 @@ const DefaultLedgerMaxEntries = 1000
 const ledgerFileVersion = 1
 
 type ledgerFile struct {
-	Version  int     `json:"version"`
-	Target   string  `json:"target"`
-	Backend  string  `json:"backend"`
-	Instance string  `json:"instance"`
+	Version  int           `json:"version"`
+	Target   string        `json:"target"`
+	Backend  string        `json:"backend"`
+	Instance string        `json:"instance"`
 	Entries  []LedgerEntry `json:"entries"`
 }
 
@@ -103,7 +102,7 @@ type Ledger struct {
 
 	store   *LedgerStore
 	mu      sync.Mutex
-	entries []LedgerEntry         // oldest first
+	entries []LedgerEntry   // oldest first
 	busy    map[string]bool // keys being checked now
 	refs    int             // guarded by store.mu
 	warned  bool            // the full-ledger warning was logged
@@ -170,9 +169,9 @@ func LedgerFileName(instance, target, backend string) string {
 // LedgerOptions configure a ledger.
 type LedgerOptions struct {
 	Target, Backend, Instance string
-	// Ages are the ages to check at, sorted; empty means DefaultAges.
+	// Ages are the ages to check at, sorted; empty means DefaultLedgerAges.
 	Ages []time.Duration
-	// MaxEntries bounds the ledger; 0 means DefaultMaxEntries.
+	// MaxEntries bounds the ledger; 0 means DefaultLedgerMaxEntries.
 	MaxEntries int
 	// Ephemeral keeps the ledger in memory whatever the state directory (one-shot runs).
 	Ephemeral bool
@@ -475,14 +474,14 @@ func AgeLabel(d time.Duration) string {
 // error when the store could not answer (the entry is then checked again later).
 type LedgerReadFunc func(ctx context.Context, d LedgerDue) (LedgerResult, error)
 
-// Check reads back up to CheckBatch due entries with read and records each
+// Check reads back up to LedgerCheckBatch due entries with read and records each
 // result. forget is called for an entry that left the ledger after an intact
 // last check, to delete what was written (never after a failed save). The
 // error is the first the store returned, or a data failure (not_found,
 // mismatch) naming every missing or corrupted entry of this run.
 func (l *Ledger) Check(ctx context.Context, read LedgerReadFunc, forget func(ctx context.Context, d LedgerDue)) error {
 	var lost []string
-	var cause probes.Cause
+	var cause Cause
 	due := l.Take(time.Now(), LedgerCheckBatch)
 	for i, d := range due {
 		r, err := read(ctx, d)
@@ -502,42 +501,19 @@ func (l *Ledger) Check(ctx context.Context, read LedgerReadFunc, forget func(ctx
 				forget(ctx, d)
 			}
 		case LedgerMissing:
-			cause = probes.CauseNotFound
+			cause = CauseNotFound
 			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) is missing at the %s check",
 				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
 		case LedgerCorrupted:
 			if cause == "" {
-				cause = probes.CauseMismatch
+				cause = CauseMismatch
 			}
 			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) differs from what was written at the %s check",
 				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
 		}
 	}
 	if len(lost) > 0 {
-		return probes.Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
+		return Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
 	}
 	return nil
-}
-
-// User is a probe that keeps a durability ledger: it is handed the target's
-// ledger (Attach) before its first op, and only writes to it and reads back.
-// Whoever attached the ledger closes it, after the probe's Close.
-type User interface {
-	UseLedger(*Ledger)
-}
-
-// Attach opens, from s, the ledger of a target whose probe p keeps one and
-// whose backend config cfg sets its ages and bound (Configured), hands it to
-// p and returns it; it returns nil, and opens nothing, for any other probe.
-// o names the target; its Ages and MaxEntries come from cfg.
-func (s *LedgerStore) Attach(p any, cfg any, o LedgerOptions) *Ledger {
-	u, ok := p.(User)
-	lc, ok2 := cfg.(LedgerConfigured)
-	if !ok || !ok2 {
-		return nil
-	}
-	o.Ages, o.MaxEntries = lc.LedgerSettings()
-	l := s.Open(o)
-	u.UseLedger(l)
-	return l
 }
