@@ -17,8 +17,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/probes"
+	"github.com/dbcanary/dbcanary/probes/backoff"
 )
 
 // Probe is the RabbitMQ canary for one target.
