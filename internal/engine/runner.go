@@ -18,7 +18,6 @@ import (
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/scheduler"
 	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/backoff"
 )
 
 // runner probes one target: a scheduler goroutine hands due ops to workers,
@@ -51,7 +50,7 @@ type runner struct {
 	prepSem  chan struct{}
 	prepared atomic.Bool
 	prepMu   sync.Mutex
-	prepWait backoff.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
+	prepWait probes.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
 
 	stopSched context.CancelFunc // stops scheduling and idle workers
 	cancelOps context.CancelFunc // cancels in-flight ops (each op's context derives from it)
@@ -136,7 +135,7 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *prob
 		logger:   logger.With("target", t.Name, "backend", t.Backend),
 		byName:   map[string]*opState{},
 		prepSem:  make(chan struct{}, 1),
-		prepWait: backoff.Backoff{Min: time.Second, Max: 5 * time.Second},
+		prepWait: probes.Backoff{Min: time.Second, Max: 5 * time.Second},
 		idleFor:  workerIdle,
 	}
 	r.upState = -1

@@ -13,7 +13,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/backoff"
 )
 
 // Probe is the Cassandra canary for one target.
@@ -40,7 +39,7 @@ type Probe struct {
 
 	mu           sync.Mutex // guards the session state below
 	sess         *gocql.Session
-	redial       backoff.Backoff // see session
+	redial       probes.Backoff // see session
 	noHostsSince time.Time
 	filter       gocql.HostFilter // pin_hosts' filter of the session being built
 	conns        *connTrack       // its dialer's connections

@@ -18,7 +18,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/backoff"
 )
 
 // Probe is the RabbitMQ canary for one target.
@@ -44,9 +43,9 @@ type Probe struct {
 	flow           *flow            // conn's connection.blocked state
 	consuming      bool
 	connectedSince time.Time
-	connNode       int             // index in urls of conn's node
-	cursor         int             // index in urls of the node the next connect tries first
-	redial         backoff.Backoff // 250 ms doubling to maxReconnectBackoff
+	connNode       int            // index in urls of conn's node
+	cursor         int            // index in urls of the node the next connect tries first
+	redial         probes.Backoff // 250 ms doubling to maxReconnectBackoff
 	seq            uint64
 
 	pendMu  sync.Mutex // guards pending and clock
@@ -130,7 +129,7 @@ func New(t probes.Target) (*Probe, error) {
 		ephemeral: t.Ephemeral,
 		pending:   map[uint64]pendingMsg{},
 		done:      make(chan struct{}),
-		redial:    backoff.Backoff{Min: 250 * time.Millisecond, Max: maxReconnectBackoff},
+		redial:    probes.Backoff{Min: 250 * time.Millisecond, Max: maxReconnectBackoff},
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
