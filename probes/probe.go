@@ -2,7 +2,9 @@
 // runs one canary op at a time against one target, inside the canary's own
 // namespace, and returns a typed Outcome. The engine (internal/engine) owns
 // scheduling, timeouts, in-flight bounds and metrics; a probe only says
-// "run this op once".
+// "run this op once". What every probe calls lives here too: the durability
+// ledger the engine hands it (Target.Ledger, ledger.go), error causes, TLS
+// and secrets, and Backoff for its reconnects.
 package probes
 
 import (
