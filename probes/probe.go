@@ -2,7 +2,9 @@
 // runs one canary op at a time against one target, inside the canary's own
 // namespace, and returns a typed Outcome. The engine (internal/engine) owns
 // scheduling, timeouts, in-flight bounds and metrics; a probe only says
-// "run this op once".
+// "run this op once". What every probe calls lives here too: the durability
+// ledger the engine hands it (Target.Ledger, ledger.go), error causes, TLS
+// and secrets, and Backoff for its reconnects.
 package probes
 
 import (
@@ -134,6 +136,10 @@ type Target struct {
 	// Certs is told the certificate chains the store presents over TLS; pass
 	// it to TLSConfig.Build. May be nil.
 	Certs CertObserver
+	// Ledger is the target's durability ledger, opened by the engine when
+	// Config keeps one (LedgerConfigured), else nil. The probe writes to it
+	// and reads back; the engine closes it after the probe's Close.
+	Ledger *Ledger
 }
 
 // Reporter receives samples of async ops.

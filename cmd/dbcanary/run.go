@@ -23,11 +23,11 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/config"
 	"github.com/dbcanary/dbcanary/internal/engine"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/shard"
 	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/internal/web"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 type runFlags struct {
@@ -321,7 +321,7 @@ func newOnceCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 
 // useStateDir points the durability ledgers' store at global.state_dir,
 // creating it; without one the ledgers live in memory and say so.
-func useStateDir(store *ledger.Store, dir string, logger *slog.Logger) error {
+func useStateDir(store *probes.LedgerStore, dir string, logger *slog.Logger) error {
 	if dir == "" {
 		logger.Info("durability ledger kept in memory (global.state_dir is not set): a restart forgets the acknowledged writes still to read back")
 		store.SetDir("")

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // TestUseStateDir: global.state_dir is created and handed to the ledger; an
 // unusable one stops the start with its name; none says the ledger is in memory.
 func TestUseStateDir(t *testing.T) {
-	store := ledger.NewStore("")
+	store := probes.NewLedgerStore("")
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	if err := useStateDir(store, "", logger); err != nil || store.Dir() != "" || !strings.Contains(logs.String(), "durability ledger kept in memory") {

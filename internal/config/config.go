@@ -41,7 +41,7 @@ type Global struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxInFlight is the default bound on concurrent ops per target.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// StateDir keeps the durability ledger (internal/ledger) across restarts;
+	// StateDir keeps the durability ledger (probes.LedgerStore) across restarts;
 	// empty keeps it in memory.
 	StateDir string `yaml:"state_dir"`
 	// Metrics is how the op metrics are exported.

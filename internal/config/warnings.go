@@ -1,7 +1,6 @@
 package config
 
 import (
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -19,12 +18,12 @@ func (t *Target) Warnings() []string {
 
 // LedgerWarnings are the durability ledger's part of Warnings.
 func (t *Target) LedgerWarnings() []string {
-	lc, ok := t.Probe.(ledger.Configured)
+	lc, ok := t.Probe.(probes.LedgerConfigured)
 	if !ok {
 		return nil
 	}
 	ages, maxEntries := lc.LedgerSettings()
-	return ledger.Warnings(ages, maxEntries, t.opRate(ledger.OpWrite), t.opRate(ledger.OpCheck))
+	return probes.LedgerWarnings(ages, maxEntries, t.opRate(probes.OpLedgerWrite), t.opRate(probes.OpLedgerCheck))
 }
 
 // opRate is an effective op's rate, 0 when it is off.

@@ -16,8 +16,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dbcanary/dbcanary/internal/config"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // Engine owns the running targets.
@@ -37,7 +37,7 @@ type Engine struct {
 
 	// ledgers is the one store every target's durability ledger is opened
 	// from; its metrics are registered with the others.
-	ledgers *ledger.Store
+	ledgers *probes.LedgerStore
 	// nodes exports the store nodes' state of the probes that know it (NodeStater).
 	nodes *metrics.NodeUp
 }
@@ -45,7 +45,7 @@ type Engine struct {
 // New returns an idle engine; Apply starts targets. grace bounds how long
 // stopping a target waits for its in-flight ops.
 func New(m *metrics.Metrics, reg prometheus.Registerer, logger *slog.Logger, grace time.Duration) *Engine {
-	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}, ledgers: ledger.NewStore(""), nodes: metrics.NewNodeUp()}
+	e := &Engine{m: m, logger: logger, grace: grace, runners: map[string]*runner{}, prints: map[string]string{}, ledgers: probes.NewLedgerStore(""), nodes: metrics.NewNodeUp()}
 	if reg != nil {
 		reg.MustRegister(&targetInfo{e: e}, e.ledgers, e.nodes)
 	}
@@ -54,7 +54,7 @@ func New(m *metrics.Metrics, reg prometheus.Registerer, logger *slog.Logger, gra
 
 // Ledgers is the store of the targets' durability ledgers: the daemon sets
 // its state directory (global.state_dir), the status page reads it.
-func (e *Engine) Ledgers() *ledger.Store { return e.ledgers }
+func (e *Engine) Ledgers() *probes.LedgerStore { return e.ledgers }
 
 // Apply makes the running targets match cfg. Probes for new and changed
 // targets are built first: if any cannot be built, nothing changes and the

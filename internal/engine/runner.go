@@ -14,9 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/internal/config"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/metrics"
 	"github.com/dbcanary/dbcanary/internal/scheduler"
 	"github.com/dbcanary/dbcanary/probes"
@@ -29,7 +27,7 @@ import (
 type runner struct {
 	target config.Target
 	probe  probes.Probe
-	ledger *ledger.Ledger // the probe's durability ledger, nil if it keeps none; closed after the probe
+	ledger *probes.Ledger // the probe's durability ledger, nil if it keeps none; closed after the probe
 	logger *slog.Logger
 
 	ops    []*opState
@@ -52,7 +50,7 @@ type runner struct {
 	prepSem  chan struct{}
 	prepared atomic.Bool
 	prepMu   sync.Mutex
-	prepWait backoff.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
+	prepWait probes.Backoff // Prepare's retries, 1 s doubling to 5 s; guarded by prepMu
 
 	stopSched context.CancelFunc // stops scheduling and idle workers
 	cancelOps context.CancelFunc // cancels in-flight ops (each op's context derives from it)
@@ -127,17 +125,17 @@ type job struct {
 
 var errBacklog = probes.Fail(probes.CauseBacklog, errors.New("no in-flight slot free within the op timeout (max_in_flight reached)"))
 
-// newRunner builds the target's probe and, if it keeps a durability ledger,
-// opens it from ledgers (nil: an in-memory store of its own, for one-shot
-// runs) and hands it over; metric series are resolved later by
+// newRunner opens the target's durability ledger, if its backend keeps one,
+// from ledgers (nil: an in-memory store of its own, for one-shot runs) and
+// builds the target's probe with it; metric series are resolved later by
 // attachMetrics, once a replaced runner's series are gone.
-func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledger.Store, logger *slog.Logger) (*runner, error) {
+func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *probes.LedgerStore, logger *slog.Logger) (*runner, error) {
 	r := &runner{
 		target:   t,
 		logger:   logger.With("target", t.Name, "backend", t.Backend),
 		byName:   map[string]*opState{},
 		prepSem:  make(chan struct{}, 1),
-		prepWait: backoff.Backoff{Min: time.Second, Max: 5 * time.Second},
+		prepWait: probes.Backoff{Min: time.Second, Max: 5 * time.Second},
 		idleFor:  workerIdle,
 	}
 	r.upState = -1
@@ -145,15 +143,15 @@ func newRunner(t config.Target, instanceID string, ephemeral bool, ledgers *ledg
 	if !ok {
 		return nil, fmt.Errorf("target %s: unknown backend %q", t.Name, t.Backend)
 	}
-	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Ephemeral: ephemeral, Config: t.Probe, Logger: r.logger, Report: r, Certs: r})
+	if ledgers == nil {
+		ledgers = probes.NewLedgerStore("")
+	}
+	r.ledger = ledgers.OpenFor(t.Probe, probes.LedgerOptions{Target: t.Name, Backend: t.Backend, Instance: instanceID, Ephemeral: ephemeral, Logger: r.logger})
+	p, err := b.New(probes.Target{Name: t.Name, InstanceID: instanceID, Ephemeral: ephemeral, Config: t.Probe, Logger: r.logger, Report: r, Certs: r, Ledger: r.ledger})
 	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		return nil, errors.Join(fmt.Errorf("target %s: %w", t.Name, err), r.closeLedger())
 	}
 	r.probe = p
-	if ledgers == nil {
-		ledgers = ledger.NewStore("")
-	}
-	r.ledger = ledgers.Attach(p, t.Probe, ledger.Options{Target: t.Name, Backend: t.Backend, Instance: instanceID, Ephemeral: ephemeral, Logger: r.logger})
 	queue := t.MaxInFlight
 	for _, op := range t.Resolved {
 		s := &opState{op: op}

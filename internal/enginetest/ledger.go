@@ -4,21 +4,23 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
-// AttachLedger hands p, built directly from target, its durability ledger
-// from store, as the engine does for a target of the daemon. It returns a
-// func that closes the ledger, once: call it after p.Close to simulate a
-// stopped dbcanary; it is also called at the end of the test.
-func AttachLedger(t testing.TB, store *ledger.Store, p probes.Probe, backend string, target probes.Target) (closeLedger func()) {
+// OpenLedger opens, from store, the durability ledger of a target that a
+// test builds its probe for directly, as the engine does for a target of the
+// daemon, and sets target.Ledger: build the probe from target afterwards. It
+// returns a func that closes the ledger, once: call it after the probe's
+// Close to simulate a stopped dbcanary; it is also called at the end of the
+// test, after the probe's cleanups registered later.
+func OpenLedger(t testing.TB, store *probes.LedgerStore, backend string, target *probes.Target) (closeLedger func()) {
 	t.Helper()
-	l := store.Attach(p, target.Config, ledger.Options{Target: target.Name, Backend: backend, Instance: target.InstanceID,
+	l := store.OpenFor(target.Config, probes.LedgerOptions{Target: target.Name, Backend: backend, Instance: target.InstanceID,
 		Ephemeral: target.Ephemeral, Logger: target.Logger})
 	if l == nil {
-		t.Fatalf("%s: the probe keeps no durability ledger", target.Name)
+		t.Fatalf("%s: the %s section keeps no durability ledger", target.Name, backend)
 	}
+	target.Ledger = l
 	var once sync.Once
 	closeLedger = func() {
 		once.Do(func() {

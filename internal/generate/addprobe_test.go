@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/probetest"
 )
@@ -29,7 +28,7 @@ func (throwawayConfig) Ops() []probes.OpSpec {
 	return append([]probes.OpSpec{
 		{Name: "write", DefaultRate: 1, Help: "write a thing"},
 		{Name: "read", DefaultRate: 1, Phases: []string{"connect", "body"}, Help: "read it back"},
-	}, ledger.Specs()...)
+	}, probes.LedgerSpecs()...)
 }
 
 type throwawayProbe struct{}
@@ -45,7 +44,7 @@ func registerThrowaway() {
 		Facts: probes.Facts{
 			Title: "Throwaway",
 			Ops: []probes.OpFacts{{Name: "write"}, {Name: "read", Phases: []string{"connect", "body"}},
-				{Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
+				{Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck}},
 			Panels: []probes.Panel{{Title: "Write vs read, p99", Description: "Both ops' p99.", ThresholdsOf: "write",
 				Queries: []probes.Query{{Series: probes.SeriesLatency, Ops: "write|read", Quantile: 0.99, Legend: "{{target}} {{op}}"}}}},
 		}})

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -457,7 +456,7 @@ func backendBoard(d *boardData, be backend) (dashboard.Dashboard, error) {
 			query{m(RecLatencyQuantile, be.Name, fmt.Sprintf(`op="%s"`, op.Name)), "{{target}} p{{quantile}}"}))
 	}
 
-	if be.hasOp(ledger.OpCheck, "") {
+	if be.hasOp(probes.OpLedgerCheck, "") {
 		bd.row("Durability ledger (acknowledged writes re-read at ages)")
 		bd.addStat(statPanel("Acknowledged writes missing or corrupted (24h)",
 			"Ledger checks that found an acknowledged write gone or changed over the last day; DbcanaryDurabilityLoss pages on the first one. See docs/ledger.md.", "none",

@@ -1,5 +1,5 @@
 // Package metrics defines the op, target and reload metrics dbcanary exports
-// (the durability ledger's own live in internal/ledger). Label sets are small
+// (the durability ledger's own live in probes.LedgerStore). Label sets are small
 // and fixed (target, backend, op, result, cause, phase, direction); no label
 // ever carries an unbounded value such as an error string, key or object name.
 package metrics

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -53,14 +52,14 @@ type Options struct {
 	Now func() time.Time
 	// Ledgers is the store of the targets' durability ledgers
 	// (engine.Ledgers); nil shows no ledger.
-	Ledgers *ledger.Store
+	Ledgers *probes.LedgerStore
 }
 
 // Store is the status page's state. Its methods are safe for concurrent use.
 type Store struct {
 	now         func() time.Time
 	failMinutes int
-	ledgers     *ledger.Store
+	ledgers     *probes.LedgerStore
 
 	writeMu sync.Mutex // serialises TargetStarted's read-modify-write of a target
 	targets sync.Map   // name -> *target; read without a lock
@@ -376,7 +375,7 @@ type TargetStatus struct {
 	Ops     []OpStatus   `json:"ops"`
 	// Ledger is the target's durability ledger, when it runs one (its
 	// ledger ops are on, or it still holds or has checked entries).
-	Ledger *ledger.Status `json:"ledger,omitempty"`
+	Ledger *probes.LedgerStatus `json:"ledger,omitempty"`
 }
 
 // OpStatus is one op of a target.
@@ -437,14 +436,14 @@ func (s *Store) Snapshot() Snapshot {
 		LatencyWindowSeconds: LatencyWindow.Seconds(),
 		Targets:              []TargetStatus{},
 	}
-	var ledgers map[[2]string]ledger.Status
+	var ledgers map[[2]string]probes.LedgerStatus
 	if s.ledgers != nil {
 		ledgers = s.ledgers.Statuses(now)
 	}
 	s.targets.Range(func(_, v any) bool {
 		t := v.(*target)
 		ts := t.snapshot(now)
-		if l, ok := ledgers[[2]string{t.name, t.backend}]; ok && (t.op(ledger.OpWrite) != nil || t.op(ledger.OpCheck) != nil || l.Entries > 0 || l.Intact()+l.Losses() > 0) {
+		if l, ok := ledgers[[2]string{t.name, t.backend}]; ok && (t.op(probes.OpLedgerWrite) != nil || t.op(probes.OpLedgerCheck) != nil || l.Entries > 0 || l.Intact()+l.Losses() > 0) {
 			lc := l // only a shown ledger is copied to the heap
 			ts.Ledger = &lc
 		}

@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/status"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 // StatusJSONPath is where the status page's state is served as JSON.
@@ -235,7 +235,7 @@ const dash template.HTML = `<span class="muted">—</span>`
 // lossLine is a target's latest durability ledger loss, for the summary.
 type lossLine struct {
 	Target, What, Age string
-	Result            ledger.Result
+	Result            probes.LedgerResult
 	At                time.Time
 }
 
@@ -308,7 +308,7 @@ func rows(snap status.Snapshot, window time.Duration) []row {
 // checks found: the answer to "is an acknowledged write gone?".
 // A loss older than window no longer makes the row red (unless no check
 // ever found an entry intact); it stays named.
-func ledgerRow(now time.Time, l *ledger.Status, window time.Duration) *ledgerCells {
+func ledgerRow(now time.Time, l *probes.LedgerStatus, window time.Duration) *ledgerCells {
 	c := &ledgerCells{State: "not_checked", Text: "not yet checked"}
 	switch {
 	case l.LastLoss != nil && (now.Sub(l.LastLoss.At) <= window || l.Intact() == 0):

@@ -18,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/internal/status"
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -46,7 +45,7 @@ func do(t testing.TB, h http.Handler, method, target string) (*http.Response, st
 func demoStore() *status.Store { return demoStoreWith(nil) }
 
 // demoStoreWith is demoStore showing the durability ledgers of ledgers.
-func demoStoreWith(ledgers *ledger.Store) *status.Store {
+func demoStoreWith(ledgers *probes.LedgerStore) *status.Store {
 	st := status.New(status.Options{Ledgers: ledgers})
 	st.SetDaemon(status.Daemon{Build: status.BuildInfo{Version: "9.9.9", Revision: "abc123", GoVersion: "go1.26"},
 		InstanceID: "pod-7", ConfigFile: "/etc/dbcanary/dbcanary.yaml", Shard: status.Shard{Index: 1, Count: 3, Vantage: "zone-a"}})
@@ -249,18 +248,18 @@ func BenchmarkStatusPage(b *testing.B) {
 // and what its checks found; a recent loss keeps the page red and is named
 // in the summary even after the op is ok again.
 func TestStatusPageLedger(t *testing.T) {
-	ledgers := ledger.NewStore("")
+	ledgers := probes.NewLedgerStore("")
 	st := demoStoreWith(ledgers)
-	st.TargetStarted("cass-led", "cassandra", []string{"insert", ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
+	st.TargetStarted("cass-led", "cassandra", []string{"insert", probes.OpLedgerWrite, probes.OpLedgerCheck}, "keyspace dbcanary")
 	now := time.Now()
-	for _, o := range []string{"insert", ledger.OpWrite, ledger.OpCheck} {
+	for _, o := range []string{"insert", probes.OpLedgerWrite, probes.OpLedgerCheck} {
 		st.OpRecorded("cass-led", "cassandra", o, now, time.Millisecond, "", nil)
 	}
-	l := ledgers.Open(ledger.Options{Target: "cass-led", Backend: "cassandra", Instance: "pod-7", Ages: []time.Duration{time.Minute, 10 * time.Minute}})
+	l := ledgers.Open(probes.LedgerOptions{Target: "cass-led", Backend: "cassandra", Instance: "pod-7", Ages: []time.Duration{time.Minute, 10 * time.Minute}})
 	defer l.Close()
 	acked := now.Add(-2 * time.Minute)
 	for _, k := range []string{"k-ok", "k-<gone>"} {
-		if err := l.Add(ledger.Entry{Key: k, Where: "dbcanary.mixed_workload", Sum: ledger.Sum([]byte(k)), Acked: acked, Setting: "INSERT at ONE"}); err != nil {
+		if err := l.Add(probes.LedgerEntry{Key: k, Where: "dbcanary.mixed_workload", Sum: probes.LedgerSum([]byte(k)), Acked: acked, Setting: "INSERT at ONE"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,10 +280,10 @@ func TestStatusPageLedger(t *testing.T) {
 	if len(due) != 2 {
 		t.Fatalf("due %+v", due)
 	}
-	if _, err := l.Record(due[0], ledger.Intact); err != nil {
+	if _, err := l.Record(due[0], probes.LedgerIntact); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Record(due[1], ledger.Missing); err != nil {
+	if _, err := l.Record(due[1], probes.LedgerMissing); err != nil {
 		t.Fatal(err)
 	}
 	_, body = do(t, h, http.MethodGet, "/")
@@ -329,7 +328,7 @@ func TestStatusPageLedger(t *testing.T) {
 	// intact again (an entry was read back intact), the loss still named,
 	// the page no longer red for it.
 	later := status.New(status.Options{Ledgers: ledgers, Now: func() time.Time { return time.Now().Add(11 * time.Minute) }})
-	later.TargetStarted("cass-led", "cassandra", []string{ledger.OpWrite, ledger.OpCheck}, "keyspace dbcanary")
+	later.TargetStarted("cass-led", "cassandra", []string{probes.OpLedgerWrite, probes.OpLedgerCheck}, "keyspace dbcanary")
 	_, body = do(t, newStatusHandler(t, later), http.MethodGet, "/")
 	if !strings.Contains(body, `<span class="ledger-state intact">intact</span>`) || !strings.Contains(body, `Last loss `) ||
 		strings.Contains(body, "write lost") || strings.Contains(body, `<header class="red">`) {
@@ -346,12 +345,12 @@ func TestStatusPageLedger(t *testing.T) {
 // ledger (100 entries, checks at three ages, one in ten with a loss): the
 // page with a ledger row per target.
 func BenchmarkStatusPageLedgers(b *testing.B) {
-	ledgers := ledger.NewStore("")
+	ledgers := probes.NewLedgerStore("")
 	st := status.New(status.Options{Ledgers: ledgers})
 	st.SetDaemon(status.Daemon{Build: status.BuildInfo{Version: "bench", GoVersion: "go"}, InstanceID: "bench"})
 	st.ConfigLoaded(nil)
 	now := time.Now()
-	ops := []string{"put_4KiB", ledger.OpWrite, ledger.OpCheck}
+	ops := []string{"put_4KiB", probes.OpLedgerWrite, probes.OpLedgerCheck}
 	for i := range 1000 {
 		name := fmt.Sprintf("s3-%04d", i)
 		st.TargetStarted(name, "s3", ops, "s3://bench/dbcanary/"+name+"/bench/")
@@ -360,18 +359,18 @@ func BenchmarkStatusPageLedgers(b *testing.B) {
 				st.OpRecorded(name, "s3", o, now.Add(time.Duration(j-100)*time.Second), time.Duration(500+j)*time.Microsecond, "", nil)
 			}
 		}
-		l := ledgers.Open(ledger.Options{Target: name, Backend: "s3", Instance: "bench"})
+		l := ledgers.Open(probes.LedgerOptions{Target: name, Backend: "s3", Instance: "bench"})
 		b.Cleanup(func() { l.Close() })
 		for j := range 100 {
 			key := fmt.Sprintf("dbcanary/%s/bench/ledger/%016x", name, j)
-			if err := l.Add(ledger.Entry{Key: key, Where: "s3://bench", Sum: ledger.Sum([]byte(key)), Acked: now.Add(-2 * time.Hour), Setting: "PUT"}); err != nil {
+			if err := l.Add(probes.LedgerEntry{Key: key, Where: "s3://bench", Sum: probes.LedgerSum([]byte(key)), Acked: now.Add(-2 * time.Hour), Setting: "PUT"}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for k, d := range l.Take(now, 10) {
-			r := ledger.Intact
+			r := probes.LedgerIntact
 			if i%10 == 0 && k == 0 {
-				r = ledger.Missing
+				r = probes.LedgerMissing
 			}
 			if _, err := l.Record(d, r); err != nil {
 				b.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -60,7 +59,7 @@ type Config struct {
 	YCSBA         YCSBConfig  `yaml:"ycsb_a"`
 	// Ledger configures the durability ledger (ledger.go); its ages are
 	// bounded by the ttl.
-	Ledger ledger.Config `yaml:"ledger"`
+	Ledger probes.LedgerConfig `yaml:"ledger"`
 }
 
 // Replication is the canary keyspace's replication, used only when creating it.
@@ -181,7 +180,7 @@ func (c *Config) Validate() []error {
 	if c.ReadMinAge < 0 || c.ReadMinAge >= c.TTL/2 {
 		errs = append(errs, probes.Invalid("read_min_age", "must be between 0 and half the ttl, got %s", c.ReadMinAge))
 	}
-	ops := append(c.opNames(), ledger.OpWrite, ledger.OpCheck)
+	ops := append(c.opNames(), probes.OpLedgerWrite, probes.OpLedgerCheck)
 	switch c.Profile {
 	case ProfileMixed:
 		errs = append(errs, c.MixedWorkload.ASize.validate("mixed_workload.a_size")...)
@@ -329,13 +328,13 @@ func (c *Config) Ops() []probes.OpSpec {
 		return append([]probes.OpSpec{
 			{Name: OpRead, DefaultRate: 0.95, Received: float64(10 * c.YCSBA.FieldLength), Help: "read a whole usertable row this instance wrote and compare the 10 fields byte for byte"},
 			{Name: OpUpdate, DefaultRate: 0.05, Sent: float64(c.YCSBA.FieldLength), Help: "update one field of a usertable row of this instance (the whole row the first time)"},
-		}, ledger.Specs()...)
+		}, probes.LedgerSpecs()...)
 	}
 	return append([]probes.OpSpec{
 		{Name: OpInsert, DefaultRate: 0.2, Sent: c.MixedWorkload.rowBytes(), Help: "insert a mixed_workload row (uuid key, blobs a and b of random sizes) with the table TTL"},
 		{Name: OpRead, DefaultRate: 0.8, Received: c.MixedWorkload.rowBytes(), Help: "read a row this instance inserted recently and compare both blobs byte for byte"},
 		{Name: OpReadMiss, DefaultRate: 0, Help: "read a key never written (expects no row): the missing half of a half-miss read mix"},
-	}, ledger.Specs()...)
+	}, probes.LedgerSpecs()...)
 }
 
 // Endpoints implements probes.Endpointer.

@@ -10,7 +10,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -27,7 +26,7 @@ const ledgerSize = 1024 // bytes of random hex text per row
 func (c *Config) ledgerLimit() (time.Duration, string) {
 	limit := c.TTL - c.TTL/10
 	return limit, fmt.Sprintf("the table TTL (ttl: %s) expires canary rows, and the ledger reads a row back only until %s (the ttl less a tenth for clock skew)",
-		ledger.AgeLabel(c.TTL), ledger.AgeLabel(limit))
+		probes.AgeLabel(c.TTL), probes.AgeLabel(limit))
 }
 
 // ledgerForgetAfter is the age past which an entry is forgotten unchecked:
@@ -44,7 +43,7 @@ func (c *Config) ledgerAges() []time.Duration {
 	}
 	limit, _ := c.ledgerLimit()
 	var out []time.Duration
-	for _, a := range ledger.DefaultAges {
+	for _, a := range probes.DefaultLedgerAges {
 		if a <= limit {
 			out = append(out, a)
 			continue
@@ -74,17 +73,17 @@ func (c *Config) validateLedger() []error {
 // and consistency.ledger_check, or by default those of the profile's write op and read.
 func (c *Config) ledgerLevels() (w, r gocql.Consistency) {
 	w, r = c.consistency(c.writeOp()), c.consistency(OpRead)
-	if _, ok := c.Consistency[ledger.OpWrite]; ok {
-		w = c.consistency(ledger.OpWrite)
+	if _, ok := c.Consistency[probes.OpLedgerWrite]; ok {
+		w = c.consistency(probes.OpLedgerWrite)
 	}
-	if _, ok := c.Consistency[ledger.OpCheck]; ok {
-		r = c.consistency(ledger.OpCheck)
+	if _, ok := c.Consistency[probes.OpLedgerCheck]; ok {
+		r = c.consistency(probes.OpLedgerCheck)
 	}
 	return w, r
 }
 
-// ledgerStatements sets the ledger's levels and statements; the ledger
-// itself is handed over by UseLedger.
+// ledgerStatements sets the ledger's levels and statements (the ledger
+// itself comes in probes.Target.Ledger).
 func (p *Probe) ledgerStatements() {
 	p.ledgerW, p.ledgerR = p.cfg.ledgerLevels()
 	if p.cfg.Profile == ProfileYCSBA {
@@ -96,11 +95,8 @@ func (p *Probe) ledgerStatements() {
 	}
 }
 
-// UseLedger implements ledger.User.
-func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
-
 // Ledger returns the probe's durability ledger.
-func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
+func (p *Probe) Ledger() *probes.Ledger { return p.ledger }
 
 // ledgerKey is the row key of a ledger entry, as the statements bind it.
 func (p *Probe) ledgerKey(key string) (any, error) {
@@ -136,12 +132,12 @@ func (p *Probe) ledgerWrite(ctx context.Context, s *gocql.Session, out *probes.O
 	}
 	out.Sent = time.Now()
 	if err := s.Query(p.stmts.ledgerWrite, bind, val, p.ttlSeconds).Consistency(p.ledgerW).ExecContext(ctx); err != nil {
-		return p.opErr(s, ledger.OpWrite, err)
+		return p.opErr(s, probes.OpLedgerWrite, err)
 	}
 	acked := time.Now()
 	p.noteResult(s, nil)
 	out.BytesSent += int64(len(body))
-	if err := p.ledger.Add(ledger.Entry{Key: key, Where: p.cfg.Keyspace + "." + p.table, Sum: ledger.Sum(body), Size: int64(len(body)),
+	if err := p.ledger.Add(probes.LedgerEntry{Key: key, Where: p.cfg.Keyspace + "." + p.table, Sum: probes.LedgerSum(body), Size: int64(len(body)),
 		Acked: acked, Setting: "INSERT at " + p.ledgerW.String()}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
@@ -163,7 +159,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, s *gocql.Session, out *probes.O
 	rs := p.check.Load().replicas
 	weak := !rs.overlap(p.ledgerR, p.ledgerW, p.cfg.LocalDC)
 	confirm, canConfirm := rs.confirmLevel(p.ledgerW, p.cfg.LocalDC)
-	readAt := func(ctx context.Context, d ledger.Due, cl gocql.Consistency) (ledger.Result, error) {
+	readAt := func(ctx context.Context, d probes.LedgerDue, cl gocql.Consistency) (probes.LedgerResult, error) {
 		key, err := p.ledgerKey(d.Key)
 		if err != nil {
 			return "", probes.Fail(probes.CauseOther, fmt.Errorf("cassandra: ledger key %q: %w", d.Key, err))
@@ -172,23 +168,23 @@ func (p *Probe) ledgerCheck(ctx context.Context, s *gocql.Session, out *probes.O
 		err = s.Query(p.stmts.ledgerRead, key).Consistency(cl).ScanContext(ctx, &got)
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
-			return ledger.Missing, nil
+			return probes.LedgerMissing, nil
 		case err != nil:
-			return "", p.opErr(s, ledger.OpCheck, err)
+			return "", p.opErr(s, probes.OpLedgerCheck, err)
 		}
 		p.noteResult(s, nil)
 		out.BytesReceived += int64(len(got))
 		if len(got) == 0 { // the row is there without the ledger's column (overwritten, or a tombstone)
-			return ledger.Missing, nil
+			return probes.LedgerMissing, nil
 		}
-		if ledger.Sum(got) != d.Sum {
-			return ledger.Corrupted, nil
+		if probes.LedgerSum(got) != d.Sum {
+			return probes.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return probes.LedgerIntact, nil
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d probes.LedgerDue) (probes.LedgerResult, error) {
 		r, err := readAt(ctx, d, p.ledgerR)
-		if err != nil || r == ledger.Intact || !weak || !canConfirm {
+		if err != nil || r == probes.LedgerIntact || !weak || !canConfirm {
 			return r, err
 		}
 		return readAt(ctx, d, confirm)
@@ -207,5 +203,5 @@ func (p *Probe) forgetLedger() {
 	}
 }
 
-// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+// LedgerSettings implements probes.LedgerConfigured: the ages and bound the target's ledger is opened with.
 func (c *Config) LedgerSettings() ([]time.Duration, int) { return c.ledgerAges(), c.Ledger.MaxEntries }

@@ -10,17 +10,16 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
 	"github.com/dbcanary/dbcanary/internal/generate"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/cassandra"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // testLedgers is the store this test binary opens its probes' durability
-// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+// ledgers from, as the daemon does for its targets (enginetest.OpenLedger).
+var testLedgers = probes.NewLedgerStore("")
 
-// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
+// ledgerCounts reads the ledger's checks of one target (probes.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
 	out, err := testLedgers.CheckCounts(target)
@@ -56,12 +55,12 @@ ledger: {ages: [10s]}
 `, n.env["DBCANARY_TEST_CASSANDRA_HOST"], n.cql, n.env["DBCANARY_TEST_CASSANDRA_USER"], n.env["DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"], n.env["DBCANARY_TEST_CASSANDRA_DC"])
 	cfg := enginetest.Parse(t, engineConfig("it-ledger", target, "ledger_write: {rate: 1}", cass))
 	pt := probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger()}
+	enginetest.OpenLedger(t, testLedgers, "cassandra", &pt)
 	p, err := cassandra.New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	enginetest.AttachLedger(t, testLedgers, p, "cassandra", pt)
 	enginetest.WaitFor(t, 90*time.Second, "the canary table", func() bool { return prepare(t, p) == nil })
 	return p
 }
@@ -76,7 +75,7 @@ func writeKillRestartCheck(t *testing.T, node *privateNode, target string, write
 		al.waitScraped(t, target)
 	}
 	for range writes {
-		if err := run(t, p, ledger.OpWrite); err != nil {
+		if err := run(t, p, probes.OpLedgerWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)
 		}
 	}
@@ -96,7 +95,7 @@ func writeKillRestartCheck(t *testing.T, node *privateNode, target string, write
 		if time.Now().After(deadline) {
 			t.Fatalf("ledger still holds %d entries after 90s", len(p.Ledger().Entries()))
 		}
-		err := run(t, p, ledger.OpCheck)
+		err := run(t, p, probes.OpLedgerCheck)
 		switch {
 		case err == nil:
 		case probes.CauseOf(err).DataCause():

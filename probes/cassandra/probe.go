@@ -12,8 +12,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/dbcanary/dbcanary/internal/backoff"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -34,14 +32,14 @@ type Probe struct {
 	pool       payloadPool
 	ring       *keyRing // mixed_workload
 	recs       *records // ycsb_a
-	ledger     *ledger.Ledger
+	ledger     *probes.Ledger
 	ledgerW    gocql.Consistency // the ledger's write level
 	ledgerR    gocql.Consistency // the ledger's read level
 	schema     schemaState       // the canary table's agreed id (agreement.go)
 
 	mu           sync.Mutex // guards the session state below
 	sess         *gocql.Session
-	redial       backoff.Backoff // see session
+	redial       probes.Backoff // see session
 	noHostsSince time.Time
 	filter       gocql.HostFilter // pin_hosts' filter of the session being built
 	conns        *connTrack       // its dialer's connections
@@ -67,6 +65,7 @@ func New(t probes.Target) (*Probe, error) {
 		hostList:   strings.Join(cfg.Hosts, ","),
 		redial:     newRedial(),
 		certs:      t.Certs,
+		ledger:     t.Ledger,
 		logger:     t.Logger,
 		ttlSeconds: int(cfg.TTL / time.Second),
 		// A margin of a tenth of the TTL covers clock skew between us and the nodes.
@@ -129,9 +128,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 
 func (p *Probe) run(ctx context.Context, s *gocql.Session, op string, out *probes.Outcome) (err error) {
 	switch {
-	case op == ledger.OpWrite:
+	case op == probes.OpLedgerWrite:
 		return p.ledgerWrite(ctx, s, out)
-	case op == ledger.OpCheck:
+	case op == probes.OpLedgerCheck:
 		return p.ledgerCheck(ctx, s, out)
 	case p.ring != nil && op == OpInsert:
 		_, err = p.insert(ctx, s, out)

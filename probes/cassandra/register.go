@@ -1,7 +1,6 @@
 package cassandra
 
 import (
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -19,7 +18,7 @@ func init() {
 			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
 			Ops: []probes.OpFacts{
 				{Name: OpInsert}, {Name: OpRead}, {Name: OpReadMiss}, {Name: OpUpdate},
-				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},
+				{Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck},
 			},
 		},
 		Bench: benchProfiles(),

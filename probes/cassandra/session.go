@@ -10,7 +10,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/dbcanary/dbcanary/internal/backoff"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -20,7 +19,7 @@ import (
 const noHostsRebuild = 30 * time.Second
 
 // newRedial is the session's connect backoff.
-func newRedial() backoff.Backoff { return backoff.Backoff{Min: time.Second, Max: 30 * time.Second} }
+func newRedial() probes.Backoff { return probes.Backoff{Min: time.Second, Max: 30 * time.Second} }
 
 // session returns the shared session, creating it if needed. After a failed
 // connect, ops fail fast with the last error during a backoff of 1 s doubling

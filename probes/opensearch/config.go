@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -47,7 +46,7 @@ type Config struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// Ledger configures the durability ledger (ledger.go); its ages are
 	// bounded by retention.
-	Ledger ledger.Config `yaml:"ledger"`
+	Ledger probes.LedgerConfig `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
@@ -171,7 +170,7 @@ func (c *Config) Ops() []probes.OpSpec {
 		{Name: OpGet, DefaultRate: 1, Received: doc, Help: "get a document this instance indexed by id and compare every field"},
 		{Name: OpVisibility, DefaultRate: 0.2, Sent: doc, Received: doc, Phases: []string{PhaseIndexed, PhaseVisible},
 			Help: "index a document, then search until it is found: the index-to-searchable (refresh) lag, bounded by visibility_timeout"},
-	}, ledger.Specs()...)
+	}, probes.LedgerSpecs()...)
 }
 
 // redactURLError drops the URL (which may hold credentials) from a parse error.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -24,18 +23,15 @@ import (
 // deleted retention after its day ended, so a document written at the end of
 // a day lives at least retention.
 func (c *Config) ledgerLimit() (time.Duration, string) {
-	return c.Retention, fmt.Sprintf("a daily canary index is deleted retention (%s) after its day ended, so a document written at the end of a day lives only that long", ledger.AgeLabel(c.Retention))
+	return c.Retention, fmt.Sprintf("a daily canary index is deleted retention (%s) after its day ended, so a document written at the end of a day lives only that long", probes.AgeLabel(c.Retention))
 }
 
 // ledgerForgetAfter is the age past which an entry is forgotten unchecked
 // (dbcanary was down past its check): its index may be gone by retention.
 func (c *Config) ledgerForgetAfter() time.Duration { return c.Retention }
 
-// UseLedger implements ledger.User.
-func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
-
 // Ledger returns the probe's durability ledger.
-func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
+func (p *Probe) Ledger() *probes.Ledger { return p.ledger }
 
 // ledgerWrite indexes one document and, once the index API acknowledged it
 // (201 created), records its id and checksum.
@@ -46,7 +42,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, index string, out *probes.Outco
 	if err := p.putDoc(ctx, index, d, out); err != nil {
 		return err
 	}
-	if err := p.ledger.Add(ledger.Entry{Key: d.ID, Where: index, Sum: ledger.Sum(mustJSON(d)), Acked: time.Now(), Setting: "index API _create"}); err != nil {
+	if err := p.ledger.Add(probes.LedgerEntry{Key: d.ID, Where: index, Sum: probes.LedgerSum(mustJSON(d)), Acked: time.Now(), Setting: "index API _create"}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -59,7 +55,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if n, err := p.ledger.Forget(time.Now().Add(-after)); n > 0 {
 		p.logger.Info("durability ledger: forgot entries older than retention (dbcanary was down past their check)", "entries", n, "older_than", after, "err", err)
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d probes.LedgerDue) (probes.LedgerResult, error) {
 		what := "get " + d.Key + " from " + d.Where + " (ledger)"
 		status, body, err := p.do(ctx, request{what: what, method: http.MethodGet, path: "/" + url.PathEscape(d.Where) + "/_doc/" + url.PathEscape(d.Key)}, out)
 		if err != nil {
@@ -84,25 +80,25 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 			if strings.Contains(string(body), "index_not_found_exception") {
 				p.logger.Warn("durability ledger: the index of an acknowledged document is gone", "index", d.Where, "id", d.Key)
 			}
-			return ledger.Missing, nil
+			return probes.LedgerMissing, nil
 		}
 		got, err := decodeDocument(res.Source)
-		if err != nil || ledger.Sum(mustJSON(got)) != d.Sum {
-			return ledger.Corrupted, nil
+		if err != nil || probes.LedgerSum(mustJSON(got)) != d.Sum {
+			return probes.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return probes.LedgerIntact, nil
 	}
 	return p.ledger.Check(ctx, read, nil) // documents go with their daily index
 }
 
-// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+// LedgerSettings implements probes.LedgerConfigured: the ages and bound the target's ledger is opened with.
 func (c *Config) LedgerSettings() ([]time.Duration, int) {
 	return c.Ledger.EffectiveAges(), c.Ledger.MaxEntries
 }
 
 // ledgerEntries are the ledger's entries; none when no ledger was handed
 // over (a probe built without the engine, in tests).
-func (p *Probe) ledgerEntries() []ledger.Entry {
+func (p *Probe) ledgerEntries() []probes.LedgerEntry {
 	if p.ledger == nil {
 		return nil
 	}

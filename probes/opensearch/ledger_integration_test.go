@@ -10,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // testLedgers is the store this test binary opens its probes' durability
-// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+// ledgers from, as the daemon does for its targets (enginetest.OpenLedger).
+var testLedgers = probes.NewLedgerStore("")
 
-// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
+// ledgerCounts reads the ledger's checks of one target (probes.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
 	out, err := testLedgers.CheckCounts(target)
@@ -74,7 +73,7 @@ func TestLedgerTranslogKill9(t *testing.T) {
 	async, request := probe("ledger-async"), probe("ledger-request")
 	for _, p := range []*Probe{async, request} {
 		for range writes {
-			if _, err := run(t, p, ledger.OpWrite); err != nil {
+			if _, err := run(t, p, probes.OpLedgerWrite); err != nil {
 				t.Fatalf("%s ledger_write: %v", p.target, err)
 			}
 		}
@@ -91,7 +90,7 @@ func TestLedgerTranslogKill9(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: ledger still holds %d entries", p.target, len(p.Ledger().Entries()))
 			}
-			if _, err := run(t, p, ledger.OpCheck); err != nil {
+			if _, err := run(t, p, probes.OpLedgerCheck); err != nil {
 				if probes.CauseOf(err).DataCause() {
 					t.Logf("%s ledger_check: %.300s", p.target, err)
 				} else {

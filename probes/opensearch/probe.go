@@ -21,7 +21,6 @@ import (
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -48,7 +47,7 @@ type Probe struct {
 	seq       atomic.Uint64
 	turn      atomic.Uint64 // round-robin over topics, phrases and documents to get
 
-	ledger *ledger.Ledger
+	ledger *probes.Ledger
 
 	recentMu sync.Mutex
 	recent   [64]stored // documents this process indexed, for the get op
@@ -76,6 +75,7 @@ func New(t probes.Target) (*Probe, error) {
 		run:       strconv.FormatUint(rand.Uint64()&0xffffffffff, 36),
 		refs:      refDocs(t.InstanceID),
 		logger:    t.Logger,
+		ledger:    t.Ledger,
 		now:       time.Now,
 		ensured:   map[string]bool{},
 	}
@@ -151,9 +151,9 @@ func (p *Probe) runOp(ctx context.Context, op string, out *probes.Outcome) error
 		return p.get(ctx, index, out)
 	case OpVisibility:
 		return p.visibility(ctx, index, out)
-	case ledger.OpWrite:
+	case probes.OpLedgerWrite:
 		return p.ledgerWrite(ctx, index, out)
-	case ledger.OpCheck:
+	case probes.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return probes.Fail(probes.CauseOther, fmt.Errorf("opensearch target %s: unknown op %q", p.target, op))

@@ -94,12 +94,12 @@ func newProbe(t *testing.T, target, instance string, edit func(*Config)) *Probe 
 		t.Fatalf("config: %v", errs)
 	}
 	pt := probes.Target{Name: target, InstanceID: instance, Config: &c, Logger: enginetest.Logger()}
+	enginetest.OpenLedger(t, testLedgers, "opensearch", &pt)
 	p, err := New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	enginetest.AttachLedger(t, testLedgers, p, "opensearch", pt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Prepare(ctx); err != nil {

@@ -1,7 +1,6 @@
 package opensearch
 
 import (
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -19,7 +18,7 @@ func init() {
 			Ops: []probes.OpFacts{
 				{Name: OpIndex}, {Name: OpBulk}, {Name: OpSearchAll}, {Name: OpSearchTerm}, {Name: OpSearchPhrase}, {Name: OpGet},
 				{Name: OpVisibility, Title: "visibility lag (index to searchable)"},
-				{Name: ledger.OpWrite}, {Name: ledger.OpCheck},
+				{Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck},
 			},
 			Panels: []probes.Panel{{
 				Title:       "Search p99: default / term / phrase vs baseline",

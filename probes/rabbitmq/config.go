@@ -8,7 +8,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -182,8 +181,8 @@ func (c *Config) Ops() []probes.OpSpec {
 		{Name: OpPublish, DefaultRate: 1, Sent: float64(c.MessageSize), Received: float64(c.MessageSize), Help: "publish a persistent message with publisher confirms; latency ends at the broker's confirm"},
 		{Name: OpConsume, Async: true, Phases: nil, Help: "one sample per canary message received: latency from the publish's intended start, service time from its send; body compared byte for byte"},
 	}
-	for _, s := range ledger.Specs() {
-		if s.Name == ledger.OpCheck {
+	for _, s := range probes.LedgerSpecs() {
+		if s.Name == probes.OpLedgerCheck {
 			s.Help = "durability ledger: drain the ledger queue in order against the messages confirmed at least ledger.ages ago (10m): intact, missing (confirmed, never delivered) or corrupted"
 		}
 		specs = append(specs, s)

@@ -12,14 +12,13 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
 // LedgerConfig is the `ledger:` block of the rabbitmq section. A queue can
 // only be read by consuming it, so each message is read back once, at one age.
 type LedgerConfig struct {
-	ledger.Config `yaml:",inline"`
+	probes.LedgerConfig `yaml:",inline"`
 	// QueueType of the ledger queue: classic or quorum; empty means the
 	// target's queue_type.
 	QueueType string `yaml:"queue_type"`
@@ -50,7 +49,7 @@ func (c *Config) ledgerQueueType() string {
 }
 
 func (c *Config) validateLedger() []error {
-	lc := c.Ledger.Config
+	lc := c.Ledger.LedgerConfig
 	lc.Ages = c.ledgerAges()
 	errs := lc.Validate(0, "")
 	if len(c.Ledger.Ages) > 1 {
@@ -70,7 +69,7 @@ func (c *Config) validateLedger() []error {
 // ledgerState is the probe's ledger: its queue, the channel it publishes
 // (with confirms) and reads on, and a message read ahead of its entry.
 type ledgerState struct {
-	l       *ledger.Ledger
+	l       *probes.Ledger
 	queue   string
 	setting string
 
@@ -87,9 +86,9 @@ type ledgerState struct {
 }
 
 // newLedgerState names the ledger queue and the durability its writes are
-// acknowledged at; the ledger itself is handed over by UseLedger.
-func (p *Probe) newLedgerState() {
-	p.led = &ledgerState{queue: p.queue + ".ledger"}
+// acknowledged at, and keeps l, the target's ledger (probes.Target.Ledger).
+func (p *Probe) newLedgerState(l *probes.Ledger) {
+	p.led = &ledgerState{l: l, queue: p.queue + ".ledger"}
 	switch {
 	case p.cfg.ledgerQueueType() == "quorum":
 		p.led.setting = "quorum queue"
@@ -100,11 +99,8 @@ func (p *Probe) newLedgerState() {
 	}
 }
 
-// UseLedger implements ledger.User.
-func (p *Probe) UseLedger(l *ledger.Ledger) { p.led.l = l }
-
 // Ledger returns the probe's durability ledger.
-func (p *Probe) Ledger() *ledger.Ledger { return p.led.l }
+func (p *Probe) Ledger() *probes.Ledger { return p.led.l }
 
 // LedgerQueue returns the ledger queue's name.
 func (p *Probe) LedgerQueue() string { return p.led.queue }
@@ -162,7 +158,7 @@ func (p *Probe) ledgerChannelOn(conn *amqp.Connection) (*amqp.Channel, error) {
 	}
 	args := amqp.Table{
 		"x-expires":    p.cfg.QueueExpires.Milliseconds(),
-		"x-max-length": int64(max(p.cfg.Ledger.MaxEntries, ledger.DefaultMaxEntries)),
+		"x-max-length": int64(max(p.cfg.Ledger.MaxEntries, probes.DefaultLedgerMaxEntries)),
 		"x-queue-type": p.cfg.ledgerQueueType(),
 	}
 	if _, err := ch.QueueDeclare(s.queue, true, false, false, false, args); err != nil {
@@ -215,7 +211,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 		return probes.Fail(probes.CauseServer, fmt.Errorf("rabbitmq %s: broker nacked ledger message %s on queue %s", p.nodeURL(), key, s.queue))
 	}
 	out.BytesSent = int64(len(body))
-	if err := s.l.Add(ledger.Entry{Key: key, Where: s.queue, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: time.Now(), Setting: s.setting}); err != nil {
+	if err := s.l.Add(probes.LedgerEntry{Key: key, Where: s.queue, Sum: probes.LedgerSum(body), Size: int64(len(body)), Acked: time.Now(), Setting: s.setting}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -223,7 +219,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 
 // before reports whether entry a was enqueued before entry b: by sequence
 // within one run of dbcanary, by acknowledgement time across runs.
-func before(a, b ledger.Entry) bool {
+func before(a, b probes.LedgerEntry) bool {
 	ra, sa, okA := strings.Cut(a.Key, ".")
 	rb, sb, okB := strings.Cut(b.Key, ".")
 	if okA && okB && ra == rb {
@@ -248,11 +244,11 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]ledger.Entry{}
+	known := map[string]probes.LedgerEntry{}
 	for _, e := range s.l.Entries() {
 		known[e.Key] = e
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d probes.LedgerDue) (probes.LedgerResult, error) {
 		for {
 			var m amqp.Delivery
 			if s.held != nil && s.heldCh == ch && !ch.IsClosed() {
@@ -263,7 +259,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 					return "", p.classify("get (ledger)", err)
 				}
 				if !ok {
-					return ledger.Missing, nil // drained: its message is not there
+					return probes.LedgerMissing, nil // drained: its message is not there
 				}
 				m = got
 			}
@@ -275,11 +271,11 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 					return "", p.classify("ack (ledger)", err)
 				}
 				out.BytesReceived += int64(len(m.Body))
-				if ledger.Sum(m.Body) != d.Sum {
-					return ledger.Corrupted, nil
+				if probes.LedgerSum(m.Body) != d.Sum {
+					return probes.LedgerCorrupted, nil
 				}
-				return ledger.Intact, nil
-			case !isKnown || before(e, d.Entry):
+				return probes.LedgerIntact, nil
+			case !isKnown || before(e, d.LedgerEntry):
 				if isKnown {
 					p.logger.Warn("durability ledger: a message came after the check of its entry; discarded", "key", m.MessageId)
 				}
@@ -288,7 +284,7 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 				}
 			default: // newer than the entry: the entry's message is gone
 				s.held, s.heldCh = &m, ch
-				return ledger.Missing, nil
+				return probes.LedgerMissing, nil
 			}
 		}
 	}
@@ -306,5 +302,5 @@ func (p *Probe) dropLedgerQueue() {
 	}
 }
 
-// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+// LedgerSettings implements probes.LedgerConfigured: the ages and bound the target's ledger is opened with.
 func (c *Config) LedgerSettings() ([]time.Duration, int) { return c.ledgerAges(), c.Ledger.MaxEntries }

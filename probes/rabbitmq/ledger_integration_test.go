@@ -8,17 +8,16 @@ import (
 	"time"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/probes/rabbitmq"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // testLedgers is the store this test binary opens its probes' durability
-// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+// ledgers from, as the daemon does for its targets (enginetest.OpenLedger).
+var testLedgers = probes.NewLedgerStore("")
 
-// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
+// ledgerCounts reads the ledger's checks of one target (probes.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
 	out, err := testLedgers.CheckCounts(target)
@@ -55,14 +54,14 @@ func ledgerKill9(t *testing.T, b *privateBroker, target, ledgerBlock string, wri
 	t.Helper()
 	cfg := enginetest.Parse(t, brokerConfig(b.env, target, "it-ledger", "      ledger: "+ledgerBlock))
 	pt := probes.Target{Name: target, InstanceID: "it-ledger", Config: cfg.Targets[0].Probe, Logger: enginetest.Logger(), Report: &reports{}}
+	enginetest.OpenLedger(t, testLedgers, "rabbitmq", &pt)
 	p, err := rabbitmq.New(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	enginetest.AttachLedger(t, testLedgers, p, "rabbitmq", pt)
 	for i := range writes {
-		if err := runOp(t, p, ledger.OpWrite); err != nil {
+		if err := runOp(t, p, probes.OpLedgerWrite); err != nil {
 			t.Fatalf("ledger_write: %v", err)
 		}
 		if i == 0 {
@@ -81,7 +80,7 @@ func ledgerKill9(t *testing.T, b *privateBroker, target, ledgerBlock string, wri
 		if time.Now().After(deadline) {
 			t.Fatalf("ledger still holds %d entries after 90s", len(p.Ledger().Entries()))
 		}
-		if err := runOp(t, p, ledger.OpCheck); err != nil {
+		if err := runOp(t, p, probes.OpLedgerCheck); err != nil {
 			if probes.CauseOf(err).DataCause() {
 				t.Logf("ledger_check: %.300s", err)
 			} else {

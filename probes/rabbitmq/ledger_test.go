@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
+	"github.com/dbcanary/dbcanary/probes"
 )
 
 func TestLedgerConfig(t *testing.T) {
@@ -41,12 +41,12 @@ func TestLedgerConfig(t *testing.T) {
 // TestBefore: queue order is the sequence within a run, the confirm time across runs.
 func TestBefore(t *testing.T) {
 	t0 := time.Now()
-	a := ledger.Entry{Key: "ab.9", Acked: t0.Add(time.Second)}
-	b := ledger.Entry{Key: "ab.10", Acked: t0}
+	a := probes.LedgerEntry{Key: "ab.9", Acked: t0.Add(time.Second)}
+	b := probes.LedgerEntry{Key: "ab.10", Acked: t0}
 	if !before(a, b) || before(b, a) {
 		t.Error("within a run, seq 9 comes before seq 10 whatever the confirm times")
 	}
-	c := ledger.Entry{Key: "cd.1", Acked: t0.Add(time.Minute)}
+	c := probes.LedgerEntry{Key: "cd.1", Acked: t0.Add(time.Minute)}
 	if !before(a, c) || before(c, a) {
 		t.Error("across runs, the earlier confirm comes first")
 	}

@@ -17,8 +17,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/dbcanary/dbcanary/internal/backoff"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -45,9 +43,9 @@ type Probe struct {
 	flow           *flow            // conn's connection.blocked state
 	consuming      bool
 	connectedSince time.Time
-	connNode       int             // index in urls of conn's node
-	cursor         int             // index in urls of the node the next connect tries first
-	redial         backoff.Backoff // 250 ms doubling to maxReconnectBackoff
+	connNode       int            // index in urls of conn's node
+	cursor         int            // index in urls of the node the next connect tries first
+	redial         probes.Backoff // 250 ms doubling to maxReconnectBackoff
 	seq            uint64
 
 	pendMu  sync.Mutex // guards pending and clock
@@ -131,7 +129,7 @@ func New(t probes.Target) (*Probe, error) {
 		ephemeral: t.Ephemeral,
 		pending:   map[uint64]pendingMsg{},
 		done:      make(chan struct{}),
-		redial:    backoff.Backoff{Min: 250 * time.Millisecond, Max: maxReconnectBackoff},
+		redial:    probes.Backoff{Min: 250 * time.Millisecond, Max: maxReconnectBackoff},
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -139,7 +137,7 @@ func New(t probes.Target) (*Probe, error) {
 	if cfg.TLS.InsecureSkipVerify {
 		p.logger.Warn("TLS certificate verification is disabled for this target (tls.insecure_skip_verify)")
 	}
-	p.newLedgerState()
+	p.newLedgerState(t.Ledger)
 	p.stop, p.cancel = context.WithCancel(context.Background())
 	// One url: the probe's own connection is the node's check. A one-shot
 	// run exports no metrics: no extra connections either.
@@ -181,9 +179,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 	switch op {
 	case OpPublish:
 		return p.publish(ctx, out)
-	case ledger.OpWrite:
+	case probes.OpLedgerWrite:
 		return p.ledgerWrite(ctx, out)
-	case ledger.OpCheck:
+	case probes.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return fmt.Errorf("rabbitmq: op %q is not scheduled", op)

@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -15,7 +14,7 @@ func init() {
 		Facts: probes.Facts{
 			Title: "RabbitMQ",
 			Nodes: true, // NodeStates (nodes.go): dbcanary_store_node_up
-			Ops:   []probes.OpFacts{{Name: OpPublish}, {Name: OpConsume}, {Name: ledger.OpWrite}, {Name: ledger.OpCheck}},
+			Ops:   []probes.OpFacts{{Name: OpPublish}, {Name: OpConsume}, {Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck}},
 			Panels: []probes.Panel{{
 				Title:        "Confirm latency (publish) vs end-to-end latency (consume), p99",
 				Description:  "publish ends at the broker's confirm; consume runs from the publish's intended start to receipt.",

@@ -9,7 +9,6 @@ import (
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -55,7 +54,7 @@ type Config struct {
 	// any live instance of the target deletes that run's objects (see gc.go).
 	AbandonedAfter time.Duration `yaml:"abandoned_after"`
 	// Ledger configures the durability ledger (ledger.go).
-	Ledger ledger.Config `yaml:"ledger"`
+	Ledger probes.LedgerConfig `yaml:"ledger"`
 }
 
 // DefaultConfig holds the defaults.
@@ -250,7 +249,7 @@ func (c *Config) Ops() []probes.OpSpec {
 	}
 	specs = append(specs, probes.OpSpec{Name: OpList, DefaultRate: defaultListRate,
 		Help: "list this process's prefix and check that every canary object written earlier is listed"})
-	return append(specs, ledger.Specs()...)
+	return append(specs, probes.LedgerSpecs()...)
 }
 
 // Endpoints implements probes.Endpointer.

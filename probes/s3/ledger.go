@@ -10,7 +10,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -51,18 +50,16 @@ func (c *Config) ledgerForgetAfter() time.Duration {
 	return limit - 30*time.Minute
 }
 
-// ledgerOps adds the ledger's ops; the ledger itself is handed over by
-// UseLedger.
-func (p *Probe) ledgerOps() {
-	p.ops[ledger.OpWrite] = opRef{kind: ledger.OpWrite}
-	p.ops[ledger.OpCheck] = opRef{kind: ledger.OpCheck}
+// ledgerOps adds the ledger's ops and keeps l, the target's ledger
+// (probes.Target.Ledger; nil when none was opened).
+func (p *Probe) ledgerOps(l *probes.Ledger) {
+	p.ledger = l
+	p.ops[probes.OpLedgerWrite] = opRef{kind: probes.OpLedgerWrite}
+	p.ops[probes.OpLedgerCheck] = opRef{kind: probes.OpLedgerCheck}
 }
 
-// UseLedger implements ledger.User.
-func (p *Probe) UseLedger(l *ledger.Ledger) { p.ledger = l }
-
 // Ledger returns the probe's durability ledger.
-func (p *Probe) Ledger() *ledger.Ledger { return p.ledger }
+func (p *Probe) Ledger() *probes.Ledger { return p.ledger }
 
 // ledgerWrite puts one object of random content and, once the store
 // acknowledged it, records its key and checksum in the ledger.
@@ -80,7 +77,7 @@ func (p *Probe) ledgerWrite(ctx context.Context, out *probes.Outcome) error {
 	acked := time.Now()
 	out.BytesSent += int64(len(body))
 	p.wrote.Store(true)
-	if err := p.ledger.Add(ledger.Entry{Key: key, Where: "s3://" + p.cfg.Bucket, Sum: ledger.Sum(body), Size: int64(len(body)), Acked: acked, Setting: "PUT"}); err != nil {
+	if err := p.ledger.Add(probes.LedgerEntry{Key: key, Where: "s3://" + p.cfg.Bucket, Sum: probes.LedgerSum(body), Size: int64(len(body)), Acked: acked, Setting: "PUT"}); err != nil {
 		p.logger.Warn("durability ledger: cannot save the file; the write is still checked while this process runs", "err", err)
 	}
 	return nil
@@ -93,12 +90,12 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 	if n, err := p.ledger.Forget(time.Now().Add(-after)); n > 0 {
 		p.logger.Info("durability ledger: forgot entries older than the collector and lifecycle rule leave objects (dbcanary was down past their check)", "entries", n, "older_than", after, "err", err)
 	}
-	read := func(ctx context.Context, d ledger.Due) (ledger.Result, error) {
+	read := func(ctx context.Context, d probes.LedgerDue) (probes.LedgerResult, error) {
 		body, _, _, err := p.core.GetObject(ctx, p.cfg.Bucket, d.Key, minio.GetObjectOptions{})
 		if err != nil {
 			err = p.classify("get (ledger)", d.Key, err)
 			if probes.CauseOf(err) == probes.CauseNotFound {
-				return ledger.Missing, nil
+				return probes.LedgerMissing, nil
 			}
 			return "", err
 		}
@@ -108,12 +105,12 @@ func (p *Probe) ledgerCheck(ctx context.Context, out *probes.Outcome) error {
 			return "", p.classify("get (ledger)", d.Key, err)
 		}
 		out.BytesReceived += int64(len(data))
-		if ledger.Sum(data) != d.Sum {
-			return ledger.Corrupted, nil
+		if probes.LedgerSum(data) != d.Sum {
+			return probes.LedgerCorrupted, nil
 		}
-		return ledger.Intact, nil
+		return probes.LedgerIntact, nil
 	}
-	forget := func(ctx context.Context, d ledger.Due) {
+	forget := func(ctx context.Context, d probes.LedgerDue) {
 		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, d.Key, minio.RemoveObjectOptions{}); err != nil {
 			p.logger.Debug("durability ledger: cannot delete a checked object; the lifecycle rule will", "key", d.Key, "err", err)
 		}
@@ -131,7 +128,7 @@ func (p *Probe) removeLedgerObjects(ctx context.Context) {
 	}
 }
 
-// LedgerSettings implements ledger.Configured (check-config's rate warnings).
+// LedgerSettings implements probes.LedgerConfigured: the ages and bound the target's ledger is opened with.
 func (c *Config) LedgerSettings() ([]time.Duration, int) {
 	return c.Ledger.EffectiveAges(), c.Ledger.MaxEntries
 }

@@ -13,16 +13,15 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // testLedgers is the store this test binary opens its probes' durability
-// ledgers from, as the daemon does for its targets (enginetest.AttachLedger).
-var testLedgers = ledger.NewStore("")
+// ledgers from, as the daemon does for its targets (enginetest.OpenLedger).
+var testLedgers = probes.NewLedgerStore("")
 
-// ledgerCounts reads the ledger's checks of one target (ledger.Store.CheckCounts).
+// ledgerCounts reads the ledger's checks of one target (probes.Store.CheckCounts).
 func ledgerCounts(t *testing.T, target string) map[string]float64 {
 	t.Helper()
 	out, err := testLedgers.CheckCounts(target)
@@ -42,7 +41,7 @@ func checkUntilEmpty(t *testing.T, p *Probe, within time.Duration) []error {
 		if time.Now().After(deadline) {
 			t.Fatalf("ledger still holds %d entries after %s", len(p.Ledger().Entries()), within)
 		}
-		if _, err := run(t, p, ledger.OpCheck, 20*time.Second); err != nil {
+		if _, err := run(t, p, probes.OpLedgerCheck, 20*time.Second); err != nil {
 			if !probes.CauseOf(err).DataCause() {
 				t.Fatalf("ledger_check: %v (cause %s)", err, probes.CauseOf(err))
 			}
@@ -77,7 +76,7 @@ func TestLedgerSurvivesMinioKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range writes {
-		mustRun(t, p, ledger.OpWrite)
+		mustRun(t, p, probes.OpLedgerWrite)
 	}
 	entries := p.Ledger().Entries()
 	if len(entries) != writes {
@@ -152,7 +151,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 	c := minioConfig(t, b)
 	c.Ledger.Ages = []time.Duration{10 * time.Second}
 	const target = "ledger-restart"
-	file := filepath.Join(stateDir, ledger.FileName("it-1", target, "s3"))
+	file := filepath.Join(stateDir, probes.LedgerFileName("it-1", target, "s3"))
 
 	write := func(n int) {
 		p := newProbe(t, target, c)
@@ -160,7 +159,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range n {
-			mustRun(t, p, ledger.OpWrite)
+			mustRun(t, p, probes.OpLedgerWrite)
 		}
 		if err := closeProbe(p); err != nil { // the daemon stops: its run prefix goes, the ledger's objects stay
 			t.Fatal(err)
@@ -205,7 +204,7 @@ func TestLedgerAcrossDbcanaryRestart(t *testing.T) {
 		if err := prepare(t, p); err != nil {
 			t.Fatal(err)
 		}
-		mustRun(t, p, ledger.OpWrite)
+		mustRun(t, p, probes.OpLedgerWrite)
 		time.Sleep(11 * time.Second)
 		if lost := checkUntilEmpty(t, p, 60*time.Second); len(lost) != 0 {
 			t.Fatalf("file %s: false losses %v", damage, lost)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -53,7 +52,7 @@ type Probe struct {
 	uploadsWarned  atomic.Bool // the collector cannot abort multipart uploads: warned once
 	gcPasses       atomic.Int64
 	wrote          atomic.Bool // something was written under the prefix: Close has work
-	ledger         *ledger.Ledger
+	ledger         *probes.Ledger
 }
 
 // opRef is what an op name stands for.
@@ -109,7 +108,7 @@ func New(t probes.Target) (*Probe, error) {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
 		}
 	}
-	p.ledgerOps()
+	p.ledgerOps(t.Ledger)
 	p.bufPool.New = func() any { b := make([]byte, 2*verifyBuf); return &b }
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -196,9 +195,9 @@ func (p *Probe) Run(ctx context.Context, op string, out *probes.Outcome) error {
 		return p.head(ctx, ref.size, out)
 	case OpDelete:
 		return p.delete(ctx, ref.size, out)
-	case ledger.OpWrite:
+	case probes.OpLedgerWrite:
 		return p.ledgerWrite(ctx, out)
-	case ledger.OpCheck:
+	case probes.OpLedgerCheck:
 		return p.ledgerCheck(ctx, out)
 	}
 	return p.list(ctx, out)

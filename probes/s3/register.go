@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 )
 
@@ -38,7 +37,7 @@ func facts() probes.Facts {
 	}
 	return probes.Facts{
 		Title: "S3",
-		Ops:   append(ops, probes.OpFacts{Name: OpList}, probes.OpFacts{Name: ledger.OpWrite}, probes.OpFacts{Name: ledger.OpCheck}),
+		Ops:   append(ops, probes.OpFacts{Name: OpList}, probes.OpFacts{Name: probes.OpLedgerWrite}, probes.OpFacts{Name: probes.OpLedgerCheck}),
 		Panels: []probes.Panel{{
 			Title: "GET throughput",
 			Description: "Bytes received by GET ops per second over 5m. Benchmarks (8..16 threads): 0.6 / 18.6 / 58.2 / 58.6 MB/s " +

@@ -180,15 +180,16 @@ func newProbeAs(t *testing.T, target probes.Target) *Probe {
 		t.Fatalf("config: %v", errs)
 	}
 	target.Logger = enginetest.Logger()
+	closeLedger := enginetest.OpenLedger(t, testLedgers, "s3", &target)
 	p, err := New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgerClosers.Store(p, enginetest.AttachLedger(t, testLedgers, p, "s3", target))
+	ledgerClosers.Store(p, closeLedger)
 	return p
 }
 
-// ledgerClosers closes each probe's ledger (enginetest.AttachLedger), by probe.
+// ledgerClosers closes each probe's ledger (enginetest.OpenLedger), by probe.
 var ledgerClosers sync.Map
 
 // closeProbe stops p as the daemon stops a target: the probe, then its ledger.

@@ -16,7 +16,6 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/dbcanary/dbcanary/internal/enginetest"
-	"github.com/dbcanary/dbcanary/internal/ledger"
 	"github.com/dbcanary/dbcanary/probes"
 	"github.com/dbcanary/dbcanary/test/stack"
 )
@@ -135,7 +134,7 @@ func TestSwift(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			mustRun(t, p, ledger.OpWrite)
+			mustRun(t, p, probes.OpLedgerWrite)
 		}
 		if lost := checkUntilEmpty(t, p, 90*time.Second); len(lost) != 0 {
 			t.Fatalf("ledger losses on a healthy Swift: %v", lost)

@@ -1,4 +1,4 @@
-package ledger
+package probes
 
 import (
 	"time"
@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// newChecks is a store's dbcanary_ledger_checks_total.
-func newChecks() *prometheus.CounterVec {
+// newLedgerChecks is a store's dbcanary_ledger_checks_total.
+func newLedgerChecks() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "dbcanary", Name: "ledger_checks_total",
 		Help: "Acknowledged writes read back by the durability ledger, by age at the check (1m, 10m, 1h) and result (intact, missing, corrupted).",
@@ -15,34 +15,34 @@ func newChecks() *prometheus.CounterVec {
 }
 
 var (
-	entriesDesc = prometheus.NewDesc("dbcanary_ledger_entries",
+	ledgerEntriesDesc = prometheus.NewDesc("dbcanary_ledger_entries",
 		"Acknowledged writes the durability ledger holds, still to be read back.", []string{"target", "backend"}, nil)
-	oldestDesc = prometheus.NewDesc("dbcanary_ledger_oldest_entry_age_seconds",
+	ledgerOldestDesc = prometheus.NewDesc("dbcanary_ledger_oldest_entry_age_seconds",
 		"Age of the oldest acknowledged write the durability ledger holds (0 when empty).", []string{"target", "backend"}, nil)
 )
 
-// counters are a ledger's pre-resolved check series.
-type counters struct {
+// ledgerCounters are a ledger's pre-resolved check series.
+type ledgerCounters struct {
 	checks          *prometheus.CounterVec
 	target, backend string
-	byAge           map[string]map[Result]prometheus.Counter
+	byAge           map[string]map[LedgerResult]prometheus.Counter
 }
 
 // counters creates the ledger's series at zero, so an alert on an increase
 // sees the first loss.
-func (s *Store) counters(l *Ledger) *counters {
-	c := &counters{checks: s.checks, target: l.target, backend: l.backend, byAge: map[string]map[Result]prometheus.Counter{}}
+func (s *LedgerStore) counters(l *Ledger) *ledgerCounters {
+	c := &ledgerCounters{checks: s.checks, target: l.target, backend: l.backend, byAge: map[string]map[LedgerResult]prometheus.Counter{}}
 	for _, a := range l.ages {
 		c.resolve(AgeLabel(a))
 	}
 	return c
 }
 
-func (c *counters) resolve(age string) map[Result]prometheus.Counter {
+func (c *ledgerCounters) resolve(age string) map[LedgerResult]prometheus.Counter {
 	m, ok := c.byAge[age]
 	if !ok {
-		m = map[Result]prometheus.Counter{}
-		for _, r := range Results {
+		m = map[LedgerResult]prometheus.Counter{}
+		for _, r := range LedgerResults {
 			m[r] = c.checks.WithLabelValues(c.target, c.backend, age, string(r))
 		}
 		c.byAge[age] = m
@@ -50,19 +50,19 @@ func (c *counters) resolve(age string) map[Result]prometheus.Counter {
 	return m
 }
 
-func (c *counters) count(age time.Duration, r Result) { c.resolve(AgeLabel(age))[r].Inc() }
+func (c *ledgerCounters) count(age time.Duration, r LedgerResult) { c.resolve(AgeLabel(age))[r].Inc() }
 
 // Describe implements prometheus.Collector: dbcanary_ledger_checks_total
 // and, per open ledger, dbcanary_ledger_entries and
 // dbcanary_ledger_oldest_entry_age_seconds.
-func (s *Store) Describe(ch chan<- *prometheus.Desc) {
+func (s *LedgerStore) Describe(ch chan<- *prometheus.Desc) {
 	s.checks.Describe(ch)
-	ch <- entriesDesc
-	ch <- oldestDesc
+	ch <- ledgerEntriesDesc
+	ch <- ledgerOldestDesc
 }
 
 // Collect implements prometheus.Collector.
-func (s *Store) Collect(ch chan<- prometheus.Metric) {
+func (s *LedgerStore) Collect(ch chan<- prometheus.Metric) {
 	s.checks.Collect(ch)
 	now := time.Now()
 	seen := map[[2]string]bool{}
@@ -73,15 +73,15 @@ func (s *Store) Collect(ch chan<- prometheus.Metric) {
 		}
 		seen[k] = true
 		n, oldest := l.Stats(now)
-		ch <- prometheus.MustNewConstMetric(entriesDesc, prometheus.GaugeValue, float64(n), l.target, l.backend)
-		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest.Seconds(), l.target, l.backend)
+		ch <- prometheus.MustNewConstMetric(ledgerEntriesDesc, prometheus.GaugeValue, float64(n), l.target, l.backend)
+		ch <- prometheus.MustNewConstMetric(ledgerOldestDesc, prometheus.GaugeValue, oldest.Seconds(), l.target, l.backend)
 	}
 }
 
 // CheckCounts reads dbcanary_ledger_checks_total of one target from this
 // store, keyed by result ("missing") and by age and result ("10m/missing"),
 // for tests and bench reports that need the ledger's figures.
-func (s *Store) CheckCounts(target string) (map[string]float64, error) {
+func (s *LedgerStore) CheckCounts(target string) (map[string]float64, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s)
 	mfs, err := reg.Gather()

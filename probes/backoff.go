@@ -1,14 +1,12 @@
-// Package backoff spaces the attempts of an operation that keeps failing
-// (connecting to a store, preparing its canary namespace): between two
-// attempts, callers fail fast with the last error, so a down store costs
-// nothing but a counter.
-package backoff
+package probes
 
 import "time"
 
-// Backoff is the state of one operation's retries: after a failure the next
+// Backoff spaces the attempts of an operation that keeps failing (connecting
+// to a store, preparing its canary namespace): after a failure the next
 // attempt waits Min, then twice as long after each further failure, up to
-// Max; a success starts over. It is not safe for concurrent use: callers
+// Max; a success starts over. In between, callers fail fast with the last
+// error, so a down store costs nothing but a counter. It is not safe for concurrent use: callers
 // hold the lock that guards what the operation builds.
 type Backoff struct {
 	Min, Max time.Duration

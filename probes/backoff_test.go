@@ -1,4 +1,4 @@
-package backoff
+package probes
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestDoublesToMaxAndStartsOverAfterSuccess(t *testing.T) {
+func TestBackoffDoublesToMaxAndStartsOverAfterSuccess(t *testing.T) {
 	b := Backoff{Min: time.Second, Max: 5 * time.Second}
 	t0 := time.Unix(1000, 0)
 	if err := b.Wait(t0); err != nil {
@@ -41,7 +41,7 @@ func TestDoublesToMaxAndStartsOverAfterSuccess(t *testing.T) {
 	}
 }
 
-func TestLastErrorWins(t *testing.T) {
+func TestBackoffLastErrorWins(t *testing.T) {
 	b := Backoff{Min: time.Millisecond, Max: time.Second}
 	t0 := time.Unix(1000, 0)
 	first, second := errors.New("first"), errors.New("second")
@@ -52,7 +52,7 @@ func TestLastErrorWins(t *testing.T) {
 	}
 }
 
-func TestStopFailsEveryLaterAttempt(t *testing.T) {
+func TestBackoffStopFailsEveryLaterAttempt(t *testing.T) {
 	b := Backoff{Min: time.Millisecond, Max: time.Second}
 	closed := errors.New("closed")
 	b.Stop(closed)

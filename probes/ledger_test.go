@@ -1,4 +1,4 @@
-package ledger
+package probes
 
 import (
 	"context"
@@ -11,17 +11,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/dbcanary/dbcanary/probes"
 )
 
-func entry(key string, acked time.Time) Entry {
-	return Entry{Key: key, Where: "t", Sum: Sum([]byte(key)), Acked: acked, Setting: "ONE"}
+func entry(key string, acked time.Time) LedgerEntry {
+	return LedgerEntry{Key: key, Where: "t", Sum: LedgerSum([]byte(key)), Acked: acked, Setting: "ONE"}
 }
 
 func openIn(t *testing.T, dir, target string) *Ledger {
 	t.Helper()
-	return NewStore(dir).Open(Options{Target: target, Backend: "test", Instance: "i1"})
+	return NewLedgerStore(dir).Open(LedgerOptions{Target: target, Backend: "test", Instance: "i1"})
 }
 
 func TestChecksAtEachAgeThenLeaves(t *testing.T) {
@@ -42,7 +40,7 @@ func TestChecksAtEachAgeThenLeaves(t *testing.T) {
 	if len(l.Take(t0.Add(61*time.Second), 4)) != 0 {
 		t.Fatal("a busy entry was handed out twice")
 	}
-	if done, err := l.Record(d[0], Intact); done || err != nil {
+	if done, err := l.Record(d[0], LedgerIntact); done || err != nil {
 		t.Fatalf("record 1m: done %v err %v", done, err)
 	}
 	// Late (dbcanary was down past 10m and 1h): one check, at the largest age passed.
@@ -50,7 +48,7 @@ func TestChecksAtEachAgeThenLeaves(t *testing.T) {
 	if len(d) != 1 || d[0].Age != time.Hour {
 		t.Fatalf("late due: %+v", d)
 	}
-	if done, err := l.Record(d[0], Intact); !done || err != nil {
+	if done, err := l.Record(d[0], LedgerIntact); !done || err != nil {
 		t.Fatalf("record 1h: done %v err %v", done, err)
 	}
 	if n, _ := l.Stats(time.Now()); n != 0 {
@@ -71,16 +69,16 @@ func TestCheckReportsMissingAndCorrupted(t *testing.T) {
 		}
 	}
 	var forgot []string
-	err := l.Check(context.Background(), func(_ context.Context, d Due) (Result, error) {
+	err := l.Check(context.Background(), func(_ context.Context, d LedgerDue) (LedgerResult, error) {
 		switch d.Key {
 		case "gone":
-			return Missing, nil
+			return LedgerMissing, nil
 		case "bad":
-			return Corrupted, nil
+			return LedgerCorrupted, nil
 		}
-		return Intact, nil
-	}, func(_ context.Context, d Due) { forgot = append(forgot, d.Key) })
-	if c := probes.CauseOf(err); c != probes.CauseNotFound {
+		return LedgerIntact, nil
+	}, func(_ context.Context, d LedgerDue) { forgot = append(forgot, d.Key) })
+	if c := CauseOf(err); c != CauseNotFound {
 		t.Fatalf("cause %q, err %v", c, err)
 	}
 	for _, want := range []string{"t gone acknowledged", "is missing at the 1m check", "t bad acknowledged", "differs from what was written"} {
@@ -103,8 +101,8 @@ func TestCheckReleasesOnStoreError(t *testing.T) {
 	l := openIn(t, "", "down")
 	defer l.Close()
 	_ = l.Add(entry("k", time.Now().Add(-2*time.Minute)))
-	boom := probes.Fail(probes.CauseRefused, errors.New("refused"))
-	if err := l.Check(context.Background(), func(context.Context, Due) (Result, error) { return "", boom }, nil); err != boom {
+	boom := Fail(CauseRefused, errors.New("refused"))
+	if err := l.Check(context.Background(), func(context.Context, LedgerDue) (LedgerResult, error) { return "", boom }, nil); err != boom {
 		t.Fatalf("err %v", err)
 	}
 	if d := l.Take(time.Now(), 4); len(d) != 1 {
@@ -123,10 +121,10 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(matches) != 1 || !strings.HasSuffix(matches[0], FileName("i1", "persist", "test")) {
+	if len(matches) != 1 || !strings.HasSuffix(matches[0], LedgerFileName("i1", "persist", "test")) {
 		t.Fatalf("files %v: want the ledger file alone (no temporary file left)", matches)
 	}
-	l = NewStore(dir).Open(Options{Target: "persist", Backend: "test", Instance: "i1"}) // a restart
+	l = NewLedgerStore(dir).Open(LedgerOptions{Target: "persist", Backend: "test", Instance: "i1"}) // a restart
 	got := l.Entries()
 	if len(got) != 1 || got[0].Key != "k1" || !got[0].Acked.Equal(acked) {
 		t.Fatalf("after restart: %+v", got)
@@ -136,7 +134,7 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 	if err := os.WriteFile(matches[0], []byte(`{"version":1,"entries":[{"key":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l = NewStore(dir).Open(Options{Target: "persist", Backend: "test", Instance: "i1"})
+	l = NewLedgerStore(dir).Open(LedgerOptions{Target: "persist", Backend: "test", Instance: "i1"})
 	defer l.Close()
 	if n, _ := l.Stats(time.Now()); n != 0 {
 		t.Fatalf("a corrupt file gave %d entries, want a fresh ledger", n)
@@ -144,7 +142,7 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 }
 
 func TestBounded(t *testing.T) {
-	l := NewStore("").Open(Options{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
+	l := NewLedgerStore("").Open(LedgerOptions{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
 	defer l.Close()
 	for i, k := range []string{"a", "b", "c", "d"} {
 		_ = l.Add(entry(k, time.Now().Add(time.Duration(i)*time.Second)))
@@ -156,9 +154,9 @@ func TestBounded(t *testing.T) {
 }
 
 func TestSharedByTwoProbesOfOneTarget(t *testing.T) {
-	s := NewStore("")
-	a := s.Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
-	b := s.Open(Options{Target: "shared", Backend: "test", Instance: "i1"})
+	s := NewLedgerStore("")
+	a := s.Open(LedgerOptions{Target: "shared", Backend: "test", Instance: "i1"})
+	b := s.Open(LedgerOptions{Target: "shared", Backend: "test", Instance: "i1"})
 	if a != b {
 		t.Fatal("two opens of one target gave two ledgers")
 	}
@@ -177,13 +175,13 @@ func TestSharedByTwoProbesOfOneTarget(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	cases := []struct {
-		c    Config
+		c    LedgerConfig
 		want string
 	}{
-		{Config{}, ""},
-		{Config{}, "ledger.ages: 1h is impossible: the rows' ttl is 30m, so a write acknowledged 1h ago is gone by design (set shorter ledger.ages or a longer retention)"},
-		{Config{Ages: []time.Duration{time.Second}}, "ledger.ages[0]: must be at least 10s, got 1s"},
-		{Config{Ages: []time.Duration{time.Minute, time.Minute}}, "ledger.ages: lists an age twice"},
+		{LedgerConfig{}, ""},
+		{LedgerConfig{}, "ledger.ages: 1h is impossible: the rows' ttl is 30m, so a write acknowledged 1h ago is gone by design (set shorter ledger.ages or a longer retention)"},
+		{LedgerConfig{Ages: []time.Duration{time.Second}}, "ledger.ages[0]: must be at least 10s, got 1s"},
+		{LedgerConfig{Ages: []time.Duration{time.Minute, time.Minute}}, "ledger.ages: lists an age twice"},
 	}
 	for i, c := range cases {
 		limit := time.Duration(0)
@@ -250,7 +248,7 @@ func TestForget(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again := NewStore(dir).Open(Options{Target: "forget", Backend: "test", Instance: "i1"})
+	again := NewLedgerStore(dir).Open(LedgerOptions{Target: "forget", Backend: "test", Instance: "i1"})
 	defer again.Close()
 	if n := len(again.Entries()); n != 2 {
 		t.Fatalf("reloaded entries: %d, want 2", n)
@@ -260,7 +258,7 @@ func TestForget(t *testing.T) {
 // TestCheckCounts: the figures the kill -9 proofs print come from the
 // counter, by result and by age and result, for one target only.
 func TestCheckCounts(t *testing.T) {
-	s := NewStore("")
+	s := NewLedgerStore("")
 	s.checks.WithLabelValues("cc-a", "s3", "1m", "missing").Add(2)
 	s.checks.WithLabelValues("cc-a", "s3", "10m", "missing").Add(1)
 	s.checks.WithLabelValues("cc-a", "s3", "1m", "intact").Add(5)
@@ -277,8 +275,8 @@ func TestCheckCounts(t *testing.T) {
 }
 
 func TestStatusCountsChecksAndLastLoss(t *testing.T) {
-	store := NewStore(t.TempDir())
-	l := store.Open(Options{Target: "st", Backend: "test", Instance: "i1", Ages: []time.Duration{10 * time.Second, time.Minute}, MaxEntries: 50})
+	store := NewLedgerStore(t.TempDir())
+	l := store.Open(LedgerOptions{Target: "st", Backend: "test", Instance: "i1", Ages: []time.Duration{10 * time.Second, time.Minute}, MaxEntries: 50})
 	store.SetDir("")
 	defer l.Close()
 	t0 := time.Now().Add(-2 * time.Minute)
@@ -289,31 +287,31 @@ func TestStatusCountsChecksAndLastLoss(t *testing.T) {
 	}
 	s := l.Status(time.Now())
 	if s.Entries != 3 || s.OldestEntryAge < 2*time.Minute || s.MaxEntries != 50 || s.InMemory || !strings.HasSuffix(s.File, "ledger-i1-test-st.json") ||
-		len(s.Checks) != 2 || s.Checks[0] != (AgeChecks{Age: "10s"}) || s.LastLoss != nil || !s.LastIntact.IsZero() || strings.Join(s.Ages, ",") != "10s,1m" {
+		len(s.Checks) != 2 || s.Checks[0] != (LedgerAgeChecks{Age: "10s"}) || s.LastLoss != nil || !s.LastIntact.IsZero() || strings.Join(s.Ages, ",") != "10s,1m" {
 		t.Fatalf("fresh status %+v", s)
 	}
 	due := l.Take(t0.Add(15*time.Second), 3) // each at 10s
 	if len(due) != 3 {
 		t.Fatalf("due %+v", due)
 	}
-	for i, r := range []Result{Intact, Missing, Corrupted} {
+	for i, r := range []LedgerResult{LedgerIntact, LedgerMissing, LedgerCorrupted} {
 		if _, err := l.Record(due[i], r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s = l.Status(time.Now())
-	if s.Checks[0] != (AgeChecks{Age: "10s", Intact: 1, Missing: 1, Corrupted: 1}) || s.Checks[1] != (AgeChecks{Age: "1m"}) ||
+	if s.Checks[0] != (LedgerAgeChecks{Age: "10s", Intact: 1, Missing: 1, Corrupted: 1}) || s.Checks[1] != (LedgerAgeChecks{Age: "1m"}) ||
 		s.Losses() != 2 || s.Intact() != 1 || s.Entries != 1 || s.LastIntact.IsZero() {
 		t.Fatalf("after checks %+v", s)
 	}
-	if ll := s.LastLoss; ll == nil || ll.Key != "c" || ll.Result != Corrupted || ll.Age != "10s" || ll.Where != "t" || ll.Setting != "ONE" || !ll.Acked.Equal(t0) {
+	if ll := s.LastLoss; ll == nil || ll.Key != "c" || ll.Result != LedgerCorrupted || ll.Age != "10s" || ll.Where != "t" || ll.Setting != "ONE" || !ll.Acked.Equal(t0) {
 		t.Fatalf("last loss %+v", s.LastLoss)
 	}
 	st, ok := store.Statuses(time.Now())[[2]string{"st", "test"}]
 	if !ok || st.Losses() != 2 {
 		t.Fatalf("Statuses: %v %+v", ok, st)
 	}
-	mem := store.Open(Options{Target: "st-mem", Backend: "test", Instance: "i1"})
+	mem := store.Open(LedgerOptions{Target: "st-mem", Backend: "test", Instance: "i1"})
 	if s := mem.Status(time.Now()); !s.InMemory || s.File != "" || s.Entries != 0 || s.OldestEntryAge != 0 {
 		t.Fatalf("in-memory status %+v", s)
 	}
@@ -324,39 +322,35 @@ func TestStatusCountsChecksAndLastLoss(t *testing.T) {
 }
 
 func TestRateWarnings(t *testing.T) {
-	if w := Warnings(DefaultAges, 0, DefaultWriteRate, DefaultCheckRate); len(w) != 0 {
+	if w := LedgerWarnings(DefaultLedgerAges, 0, DefaultLedgerWriteRate, DefaultLedgerCheckRate); len(w) != 0 {
 		t.Errorf("default rates warned: %v", w)
 	}
-	if w := Warnings(DefaultAges, 0, 0, DefaultCheckRate); len(w) != 0 {
+	if w := LedgerWarnings(DefaultLedgerAges, 0, 0, DefaultLedgerCheckRate); len(w) != 0 {
 		t.Errorf("ledger_write off warned: %v", w)
 	}
-	if w := Warnings([]time.Duration{10 * time.Minute}, 100, 0.5, 1); len(w) != 1 || !strings.Contains(w[0], "about 300 entries until their last check at 10m, more than ledger.max_entries (100)") {
+	if w := LedgerWarnings([]time.Duration{10 * time.Minute}, 100, 0.5, 1); len(w) != 1 || !strings.Contains(w[0], "about 300 entries until their last check at 10m, more than ledger.max_entries (100)") {
 		t.Errorf("overflow: %v", w)
 	}
-	if w := Warnings(DefaultAges, 0, 0.05, 0); len(w) != 1 || !strings.Contains(w[0], "ledger_check is off") {
+	if w := LedgerWarnings(DefaultLedgerAges, 0, 0.05, 0); len(w) != 1 || !strings.Contains(w[0], "ledger_check is off") {
 		t.Errorf("check off: %v", w)
 	}
 }
 
-type fakeUser struct{ l *Ledger }
+// ledgerConfig is a backend section that keeps a ledger.
+type ledgerConfig struct{ testConfig }
 
-func (u *fakeUser) UseLedger(l *Ledger) { u.l = l }
+func (ledgerConfig) LedgerSettings() ([]time.Duration, int) { return []time.Duration{time.Minute}, 7 }
 
-type fakeConfigured struct{}
-
-func (fakeConfigured) LedgerSettings() ([]time.Duration, int) { return []time.Duration{time.Minute}, 7 }
-
-// TestAttach: a probe that keeps a ledger gets the one the store opened,
-// with the ages and bound of its config, and the store exports its series
-// until the ledger is closed; any other probe gets none.
-func TestAttach(t *testing.T) {
-	s := NewStore("")
+// TestOpenFor: a target whose section keeps a ledger gets one with the ages
+// and bound of its section, and the store exports its series until the
+// ledger is closed; a section that keeps none gets none.
+func TestOpenFor(t *testing.T) {
+	s := NewLedgerStore("")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s)
-	var u fakeUser
-	l := s.Attach(&u, fakeConfigured{}, Options{Target: "att", Backend: "test", Instance: "i1"})
-	if l == nil || u.l != l {
-		t.Fatalf("attached %v, the probe holds %v", l, u.l)
+	l := s.OpenFor(ledgerConfig{}, LedgerOptions{Target: "att", Backend: "test", Instance: "i1"})
+	if l == nil {
+		t.Fatal("no ledger for a section that keeps one")
 	}
 	if st := l.Status(time.Now()); st.MaxEntries != 7 || strings.Join(st.Ages, ",") != "1m" {
 		t.Fatalf("ledger settings %+v, want the config's", st)
@@ -370,7 +364,7 @@ func TestAttach(t *testing.T) {
 	if n, _ := count(reg, "dbcanary_ledger_entries"); n != 0 {
 		t.Fatalf("entries series %d after close", n)
 	}
-	if s.Attach(&u, struct{}{}, Options{Target: "x"}) != nil || s.Attach(struct{}{}, fakeConfigured{}, Options{Target: "y"}) != nil {
-		t.Error("a ledger for a probe or a config that keeps none")
+	if s.OpenFor(testConfig{}, LedgerOptions{Target: "x"}) != nil {
+		t.Error("a ledger for a section that keeps none")
 	}
 }

@@ -1,15 +1,16 @@
-// Package ledger is the durability ledger: a bounded record, per target, of
-// writes a store acknowledged (what was written, its checksum, when, at which
-// consistency), so probes can read each one back at set ages (1m, 10m, 1h)
-// and tell an operator that an acknowledged write is gone.
+// The durability ledger: a bounded record, per target, of writes a store
+// acknowledged (what was written, its checksum, when, at which consistency),
+// so probes can read each one back at set ages (1m, 10m, 1h) and tell an
+// operator that an acknowledged write is gone.
 //
-// The daemon opens one Store and the engine opens each target's ledger from
-// it. A ledger lives in a small JSON file under the store's state directory,
+// The daemon opens one LedgerStore; the engine opens each target's ledger
+// from it and hands it to the probe in Target.Ledger. A ledger lives in a small JSON file under the store's state directory,
 // so it survives a restart of dbcanary; with no state directory it lives in
 // memory. A missing, unreadable or corrupt file starts a fresh, empty ledger:
 // an entry the canary does not know about is never checked, so a lost ledger
 // can only hide losses, never invent one.
-package ledger
+
+package probes
 
 import (
 	"context"
@@ -29,32 +30,30 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/dbcanary/dbcanary/probes"
 )
 
-// Result is what one check of an entry found.
-type Result string
+// LedgerResult is what one check of an entry found.
+type LedgerResult string
 
 // The check results: a small fixed set, safe as a metric label value.
 const (
-	Intact    Result = "intact"    // read back byte for byte as written
-	Missing   Result = "missing"   // the store says it does not have it
-	Corrupted Result = "corrupted" // it is there, but differs from what was written
+	LedgerIntact    LedgerResult = "intact"    // read back byte for byte as written
+	LedgerMissing   LedgerResult = "missing"   // the store says it does not have it
+	LedgerCorrupted LedgerResult = "corrupted" // it is there, but differs from what was written
 )
 
-// Results lists every result (metrics pre-create a series for each).
-var Results = []Result{Intact, Missing, Corrupted}
+// LedgerResults lists every result (metrics pre-create a series for each).
+var LedgerResults = []LedgerResult{LedgerIntact, LedgerMissing, LedgerCorrupted}
 
-// Entry is one acknowledged write.
-type Entry struct {
+// LedgerEntry is one acknowledged write.
+type LedgerEntry struct {
 	// Key names the write in the store: a row key, document id, object key,
 	// message sequence number.
 	Key string `json:"key"`
 	// Where is the namespace it was written to (table, index, bucket, queue),
 	// so a check reads it where it was written even if the config changed.
 	Where string `json:"where,omitempty"`
-	// Sum is the hex SHA-256 of what was written (Sum).
+	// Sum is the hex SHA-256 of what was written (LedgerSum).
 	Sum string `json:"sum"`
 	// Size is the payload size in bytes.
 	Size int64 `json:"size,omitempty"`
@@ -67,29 +66,29 @@ type Entry struct {
 	Checked time.Duration `json:"checked,omitempty"`
 }
 
-// Sum is the checksum the ledger keeps of a payload.
-func Sum(b []byte) string {
+// LedgerSum is the checksum the ledger keeps of a payload.
+func LedgerSum(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
 
-// DefaultAges are the ages at which each entry is read back.
-var DefaultAges = []time.Duration{time.Minute, 10 * time.Minute, time.Hour}
+// DefaultLedgerAges are the ages at which each entry is read back.
+var DefaultLedgerAges = []time.Duration{time.Minute, 10 * time.Minute, time.Hour}
 
-// DefaultMaxEntries bounds a ledger: at one write every 20 s and a last age
+// DefaultLedgerMaxEntries bounds a ledger: at one write every 20 s and a last age
 // of 1 h it holds about 180 entries.
-const DefaultMaxEntries = 1000
+const DefaultLedgerMaxEntries = 1000
 
-// fileVersion is bumped when the file format changes; an older or newer file
+// ledgerFileVersion is bumped when the file format changes; an older or newer file
 // is ignored (a fresh ledger), never misread.
-const fileVersion = 1
+const ledgerFileVersion = 1
 
-type file struct {
-	Version  int     `json:"version"`
-	Target   string  `json:"target"`
-	Backend  string  `json:"backend"`
-	Instance string  `json:"instance"`
-	Entries  []Entry `json:"entries"`
+type ledgerFile struct {
+	Version  int           `json:"version"`
+	Target   string        `json:"target"`
+	Backend  string        `json:"backend"`
+	Instance string        `json:"instance"`
+	Entries  []LedgerEntry `json:"entries"`
 }
 
 // Ledger is one target's record of acknowledged writes. It is safe for
@@ -101,55 +100,55 @@ type Ledger struct {
 	path                      string // "" = in memory
 	logger                    *slog.Logger
 
-	store   *Store
+	store   *LedgerStore
 	mu      sync.Mutex
-	entries []Entry         // oldest first
+	entries []LedgerEntry   // oldest first
 	busy    map[string]bool // keys being checked now
 	refs    int             // guarded by store.mu
 	warned  bool            // the full-ledger warning was logged
-	seq     *counters
-	tally   tally // the checks' results, for Status
+	seq     *ledgerCounters
+	tally   ledgerTally // the checks' results, for Status
 
 	// view is what Status and Stats read: published under mu after every
 	// change, read without it, so a scrape or the status page never waits
 	// for a check's file write (save fsyncs under mu).
-	view atomic.Pointer[view]
+	view atomic.Pointer[ledgerView]
 }
 
-// Store is the ledgers of one process: the state directory their files go
+// LedgerStore is the ledgers of one process: the state directory their files go
 // in, the ledger two probes of one target share (a reload builds the new
 // probe before closing the old), and the ledgers' metrics (it is a
 // prometheus.Collector). It is safe for concurrent use.
-type Store struct {
+type LedgerStore struct {
 	mu     sync.Mutex
 	dir    string
 	open   map[string]*Ledger // by ledgerID
 	checks *prometheus.CounterVec
 }
 
-// NewStore returns a store whose ledgers keep their file under dir; "" keeps
+// NewLedgerStore returns a store whose ledgers keep their file under dir; "" keeps
 // them in memory.
-func NewStore(dir string) *Store {
-	return &Store{dir: dir, open: map[string]*Ledger{}, checks: newChecks()}
+func NewLedgerStore(dir string) *LedgerStore {
+	return &LedgerStore{dir: dir, open: map[string]*Ledger{}, checks: newLedgerChecks()}
 }
 
 // SetDir sets the state directory ledgers opened from now on keep their
 // file in ("" = in memory). Ledgers already open keep their file.
-func (s *Store) SetDir(d string) {
+func (s *LedgerStore) SetDir(d string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dir = d
 }
 
 // Dir returns the state directory ("" = in memory).
-func (s *Store) Dir() string {
+func (s *LedgerStore) Dir() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dir
 }
 
 // ledgers returns the open ledgers.
-func (s *Store) ledgers() []*Ledger {
+func (s *LedgerStore) ledgers() []*Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Ledger, 0, len(s.open))
@@ -159,20 +158,20 @@ func (s *Store) ledgers() []*Ledger {
 	return out
 }
 
-var unsafeName = regexp.MustCompile(`[^a-z0-9_.-]`)
+var ledgerUnsafeName = regexp.MustCompile(`[^a-z0-9_.-]`)
 
-// FileName is the ledger file of a target under the state directory.
-func FileName(instance, target, backend string) string {
-	return "ledger-" + unsafeName.ReplaceAllString(instance, "_") + "-" + unsafeName.ReplaceAllString(backend, "_") +
-		"-" + unsafeName.ReplaceAllString(target, "_") + ".json"
+// LedgerFileName is the ledger file of a target under the state directory.
+func LedgerFileName(instance, target, backend string) string {
+	return "ledger-" + ledgerUnsafeName.ReplaceAllString(instance, "_") + "-" + ledgerUnsafeName.ReplaceAllString(backend, "_") +
+		"-" + ledgerUnsafeName.ReplaceAllString(target, "_") + ".json"
 }
 
-// Options configure a ledger.
-type Options struct {
+// LedgerOptions configure a ledger.
+type LedgerOptions struct {
 	Target, Backend, Instance string
-	// Ages are the ages to check at, sorted; empty means DefaultAges.
+	// Ages are the ages to check at, sorted; empty means DefaultLedgerAges.
 	Ages []time.Duration
-	// MaxEntries bounds the ledger; 0 means DefaultMaxEntries.
+	// MaxEntries bounds the ledger; 0 means DefaultLedgerMaxEntries.
 	MaxEntries int
 	// Ephemeral keeps the ledger in memory whatever the state directory (one-shot runs).
 	Ephemeral bool
@@ -183,15 +182,15 @@ type Options struct {
 // Open returns the target's ledger, loading its file if there is one. Two
 // probes of the same target (a reload builds the new one before closing the
 // old) share one ledger; each open is closed once.
-func (s *Store) Open(o Options) *Ledger {
+func (s *LedgerStore) Open(o LedgerOptions) *Ledger {
 	ages := slices.Clone(o.Ages)
 	if len(ages) == 0 {
-		ages = slices.Clone(DefaultAges)
+		ages = slices.Clone(DefaultLedgerAges)
 	}
 	slices.Sort(ages)
 	ages = slices.Compact(ages)
 	if o.MaxEntries <= 0 {
-		o.MaxEntries = DefaultMaxEntries
+		o.MaxEntries = DefaultLedgerMaxEntries
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -200,7 +199,7 @@ func (s *Store) Open(o Options) *Ledger {
 	defer s.mu.Unlock()
 	path := ""
 	if s.dir != "" && !o.Ephemeral {
-		path = filepath.Join(s.dir, FileName(o.Instance, o.Target, o.Backend))
+		path = filepath.Join(s.dir, LedgerFileName(o.Instance, o.Target, o.Backend))
 	}
 	id := o.Backend + "\x00" + o.Target + "\x00" + o.Instance + "\x00" + path
 	if l, ok := s.open[id]; ok {
@@ -236,12 +235,12 @@ func (l *Ledger) load() {
 		l.logger.Warn("durability ledger: cannot read the file, starting a fresh one (writes acknowledged before are not checked)", "err", err)
 		return
 	}
-	var f file
+	var f ledgerFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		l.logger.Warn("durability ledger: the file is corrupt, starting a fresh one (writes acknowledged before are not checked)", "err", err)
 		return
 	}
-	if f.Version != fileVersion || f.Target != l.target || f.Backend != l.backend || f.Instance != l.instance {
+	if f.Version != ledgerFileVersion || f.Target != l.target || f.Backend != l.backend || f.Instance != l.instance {
 		l.logger.Warn("durability ledger: the file is of another version, target or instance, starting a fresh one",
 			"file_version", f.Version, "file_target", f.Target, "file_instance", f.Instance)
 		return
@@ -259,7 +258,7 @@ func (l *Ledger) load() {
 		}
 		l.entries = append(l.entries, e)
 	}
-	slices.SortStableFunc(l.entries, func(a, b Entry) int { return a.Acked.Compare(b.Acked) })
+	slices.SortStableFunc(l.entries, func(a, b LedgerEntry) int { return a.Acked.Compare(b.Acked) })
 	if len(l.entries) > l.max {
 		l.entries = l.entries[len(l.entries)-l.max:]
 	}
@@ -273,7 +272,7 @@ func (l *Ledger) save() error {
 	if l.path == "" {
 		return nil
 	}
-	data, err := json.Marshal(file{Version: fileVersion, Target: l.target, Backend: l.backend, Instance: l.instance, Entries: l.entries})
+	data, err := json.Marshal(ledgerFile{Version: ledgerFileVersion, Target: l.target, Backend: l.backend, Instance: l.instance, Entries: l.entries})
 	if err != nil {
 		return err
 	}
@@ -310,7 +309,7 @@ func (l *Ledger) Ages() []time.Duration {
 // entry is dropped (unchecked at its later ages: never reported lost).
 // The returned error means the file could not be written: the entry is
 // still checked while this process runs.
-func (l *Ledger) Add(e Entry) error {
+func (l *Ledger) Add(e LedgerEntry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.entries) >= l.max {
@@ -335,15 +334,15 @@ func (l *Ledger) Add(e Entry) error {
 	return l.save()
 }
 
-// Due is an entry to read back, and the age it is checked at.
-type Due struct {
-	Entry
+// LedgerDue is an entry to read back, and the age it is checked at.
+type LedgerDue struct {
+	LedgerEntry
 	Age time.Duration
 }
 
 // next is the age an entry is due at next, given now; ok is false when none is due yet.
 // A check that comes late (dbcanary was down) counts at the largest age passed.
-func (l *Ledger) next(e Entry, now time.Time) (time.Duration, bool) {
+func (l *Ledger) next(e LedgerEntry, now time.Time) (time.Duration, bool) {
 	age := now.Sub(e.Acked)
 	var due time.Duration
 	for _, a := range l.ages {
@@ -356,10 +355,10 @@ func (l *Ledger) next(e Entry, now time.Time) (time.Duration, bool) {
 
 // Take returns up to n entries due for a check, oldest first, and marks them
 // busy until Record or Release.
-func (l *Ledger) Take(now time.Time, n int) []Due {
+func (l *Ledger) Take(now time.Time, n int) []LedgerDue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Due
+	var out []LedgerDue
 	for _, e := range l.entries {
 		if len(out) >= n {
 			break
@@ -369,7 +368,7 @@ func (l *Ledger) Take(now time.Time, n int) []Due {
 		}
 		if a, ok := l.next(e, now); ok {
 			l.busy[e.Key] = true
-			out = append(out, Due{Entry: e, Age: a})
+			out = append(out, LedgerDue{LedgerEntry: e, Age: a})
 		}
 	}
 	return out
@@ -377,7 +376,7 @@ func (l *Ledger) Take(now time.Time, n int) []Due {
 
 // Release returns an entry whose check could not be done (the store was
 // unreachable): it is checked again at the next ledger_check.
-func (l *Ledger) Release(d Due) {
+func (l *Ledger) Release(d LedgerDue) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.busy, d.Key)
@@ -388,18 +387,18 @@ func (l *Ledger) Release(d Due) {
 // leaves the ledger: done reports that, and the caller may then delete what
 // it wrote. It must not when err is not nil: the file still names the entry,
 // and after a restart it would be checked again and found missing.
-func (l *Ledger) Record(d Due, r Result) (done bool, err error) {
+func (l *Ledger) Record(d LedgerDue, r LedgerResult) (done bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.busy, d.Key)
 	l.seq.count(d.Age, r)
 	l.tally.add(time.Now(), d, r)
-	i := slices.IndexFunc(l.entries, func(e Entry) bool { return e.Key == d.Key })
+	i := slices.IndexFunc(l.entries, func(e LedgerEntry) bool { return e.Key == d.Key })
 	if i < 0 {
 		l.publish()       // the count changed
 		return false, nil // dropped meanwhile (ledger full)
 	}
-	if r == Intact && d.Age < l.ages[len(l.ages)-1] {
+	if r == LedgerIntact && d.Age < l.ages[len(l.ages)-1] {
 		l.entries[i].Checked = d.Age
 		return false, l.save()
 	}
@@ -416,7 +415,7 @@ func (l *Ledger) Forget(before time.Time) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.entries)
-	l.entries = slices.DeleteFunc(l.entries, func(e Entry) bool { return !l.busy[e.Key] && e.Acked.Before(before) })
+	l.entries = slices.DeleteFunc(l.entries, func(e LedgerEntry) bool { return !l.busy[e.Key] && e.Acked.Before(before) })
 	if n == len(l.entries) {
 		return 0, nil
 	}
@@ -433,7 +432,7 @@ func (l *Ledger) Stats(now time.Time) (int, time.Duration) {
 }
 
 // Entries returns a copy of the entries, oldest first.
-func (l *Ledger) Entries() []Entry {
+func (l *Ledger) Entries() []LedgerEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.entries)
@@ -472,19 +471,19 @@ func AgeLabel(d time.Duration) string {
 	return d.String()
 }
 
-// ReadFunc reads one entry back from the store. It returns the result, or an
+// LedgerReadFunc reads one entry back from the store. It returns the result, or an
 // error when the store could not answer (the entry is then checked again later).
-type ReadFunc func(ctx context.Context, d Due) (Result, error)
+type LedgerReadFunc func(ctx context.Context, d LedgerDue) (LedgerResult, error)
 
-// Check reads back up to CheckBatch due entries with read and records each
+// Check reads back up to LedgerCheckBatch due entries with read and records each
 // result. forget is called for an entry that left the ledger after an intact
 // last check, to delete what was written (never after a failed save). The
 // error is the first the store returned, or a data failure (not_found,
 // mismatch) naming every missing or corrupted entry of this run.
-func (l *Ledger) Check(ctx context.Context, read ReadFunc, forget func(ctx context.Context, d Due)) error {
+func (l *Ledger) Check(ctx context.Context, read LedgerReadFunc, forget func(ctx context.Context, d LedgerDue)) error {
 	var lost []string
-	var cause probes.Cause
-	due := l.Take(time.Now(), CheckBatch)
+	var cause Cause
+	due := l.Take(time.Now(), LedgerCheckBatch)
 	for i, d := range due {
 		r, err := read(ctx, d)
 		if err != nil {
@@ -498,47 +497,24 @@ func (l *Ledger) Check(ctx context.Context, read ReadFunc, forget func(ctx conte
 			l.logger.Warn("durability ledger: cannot save the file", "err", serr)
 		}
 		switch r {
-		case Intact:
+		case LedgerIntact:
 			if done && serr == nil && forget != nil {
 				forget(ctx, d)
 			}
-		case Missing:
-			cause = probes.CauseNotFound
+		case LedgerMissing:
+			cause = CauseNotFound
 			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) is missing at the %s check",
 				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
-		case Corrupted:
+		case LedgerCorrupted:
 			if cause == "" {
-				cause = probes.CauseMismatch
+				cause = CauseMismatch
 			}
 			lost = append(lost, fmt.Sprintf("%s %s acknowledged %s ago (%s at %s) differs from what was written at the %s check",
 				d.Where, d.Key, time.Since(d.Acked).Round(time.Second), d.Setting, d.Acked.UTC().Format(time.RFC3339), AgeLabel(d.Age)))
 		}
 	}
 	if len(lost) > 0 {
-		return probes.Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
+		return Fail(cause, fmt.Errorf("durability ledger of %s: %s", l.target, strings.Join(lost, "; ")))
 	}
 	return nil
-}
-
-// User is a probe that keeps a durability ledger: it is handed the target's
-// ledger (Attach) before its first op, and only writes to it and reads back.
-// Whoever attached the ledger closes it, after the probe's Close.
-type User interface {
-	UseLedger(*Ledger)
-}
-
-// Attach opens, from s, the ledger of a target whose probe p keeps one and
-// whose backend config cfg sets its ages and bound (Configured), hands it to
-// p and returns it; it returns nil, and opens nothing, for any other probe.
-// o names the target; its Ages and MaxEntries come from cfg.
-func (s *Store) Attach(p any, cfg any, o Options) *Ledger {
-	u, ok := p.(User)
-	lc, ok2 := cfg.(Configured)
-	if !ok || !ok2 {
-		return nil
-	}
-	o.Ages, o.MaxEntries = lc.LedgerSettings()
-	l := s.Open(o)
-	u.UseLedger(l)
-	return l
 }
