@@ -81,7 +81,7 @@ func TestSnap(t *testing.T) {
 	}{
 		{0.293, 0.3, true}, {0.4, 0.4, true}, {1.049, 1, true}, {1.2, 2.5, true}, {0.26, 0.25, true}, {0.27, 0.3, true}, {30, 60, false}, {61, 0, false},
 	} {
-		got, ok := snap(tc.v, 0.05, bounds)
+		got, ok := metrics.Snap(tc.v, 0.05, bounds)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("snap(%g) = %g, %v; want %g, %v", tc.v, got, ok, tc.want, tc.ok)
 		}
