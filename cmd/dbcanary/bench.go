@@ -101,10 +101,10 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	}
 	p, err := f.benchParams(cmd)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	if err := prof.SetParams(&p, f.params); err != nil {
-		return fmt.Errorf("--param %w", err)
+		return usageError(fmt.Errorf("--param %w", err))
 	}
 	logger, err := newLogger(g, stderr)
 	if err != nil {
