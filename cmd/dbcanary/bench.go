@@ -84,27 +84,15 @@ machine's loopback interface unless --yes is given.`,
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr io.Writer) error {
 	if f.list || f.profile == "" {
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
-		for _, p := range bench.Profiles() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
-		}
-		_ = tw.Flush()
-		if f.profile == "" && !f.list {
-			return errors.New("--profile is required")
-		}
-		return nil
+		return listProfiles(f, stdout)
 	}
 	prof, ok := bench.ProfileByName(f.profile)
 	if !ok {
 		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(profileNames(), ", "))
 	}
-	p, err := f.benchParams(cmd)
+	p, err := f.benchParams(cmd, prof)
 	if err != nil {
 		return usageError(err)
-	}
-	if err := prof.SetParams(&p, f.params); err != nil {
-		return usageError(fmt.Errorf("--param %w", err))
 	}
 	logger, err := newLogger(g, stderr)
 	if err != nil {
@@ -171,6 +159,20 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	return nil
 }
 
+// listProfiles is `dbcanary bench --list`, and the answer to a missing --profile.
+func listProfiles(f *benchFlags, stdout io.Writer) error {
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
+	for _, p := range bench.Profiles() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
+	}
+	_ = tw.Flush()
+	if f.profile == "" && !f.list {
+		return errors.New("--profile is required")
+	}
+	return nil
+}
+
 // profileParams lists each profile's own parameters for the help of --param.
 func profileParams() string {
 	var s string
@@ -213,7 +215,7 @@ func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error
 	return nil
 }
 
-func (f *benchFlags) benchParams(cmd *cobra.Command) (bench.Params, error) {
+func (f *benchFlags) benchParams(cmd *cobra.Command, prof *bench.Profile) (bench.Params, error) {
 	p := bench.Params{Duration: f.duration, Ops: f.ops, Workers: f.workers, Rate: f.rate, Timeout: f.timeout}
 	p.ClosedLoop = cmd.Flags().Changed("rate") && f.rate == 0
 	if cmd.Flags().Changed("warmup") {
@@ -232,6 +234,9 @@ func (f *benchFlags) benchParams(cmd *cobra.Command) (bench.Params, error) {
 			return p, fmt.Errorf("--mix: %w", err)
 		}
 		p.Mix = mix
+	}
+	if err := prof.SetParams(&p, f.params); err != nil {
+		return p, fmt.Errorf("--param %w", err)
 	}
 	return p, nil
 }
