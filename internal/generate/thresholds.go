@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,6 +138,11 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 			}
 		}
 	}
+	for i, x := range b.Buckets {
+		if !slices.Contains(metrics.LatencyBuckets, x) {
+			errs = append(errs, fmt.Errorf("buckets[%d]: %gs is not a classic bound of this build's histograms, which take the buckets of baselines/james-reference.yaml (compiled in): add it there and rebuild", i, x))
+		}
+	}
 	for _, f := range b.Figures {
 		if f.Use != baseline.UseAlert {
 			continue
@@ -174,7 +180,7 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 					compact, cok := metrics.Snap(raw, b.SnapTolerance, metrics.Options{}.Bounds(f.Backend, op, f.Phase))
 					needsFull := !cok || compact != bound
 					if !ok {
-						errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to metrics.LatencyBuckets",
+						errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to the baseline's buckets",
 							f.ID, sev.name, raw, f.Seconds(), sev.factor))
 						continue
 					}

@@ -71,13 +71,17 @@ var BoardBuckets = []float64{0.005, 0.05, 0.5, 5}
 // own may need Full (see docs/sizing.md).
 func ThresholdBounds() map[string][]float64 { return thresholdBounds() }
 
-var thresholdBounds = sync.OnceValue(func() map[string][]float64 {
+var thresholdBounds = sync.OnceValue(func() map[string][]float64 { return thresholdBoundsOf(shipped) })
+
+// shipped is the shipped baseline file; a broken one fails every test and
+// the daemon's start.
+var shipped = func() *baseline.File {
 	b, err := baseline.Parse(baselines.Reference)
 	if err != nil {
 		panic("metrics: the shipped baseline file: " + err.Error())
 	}
-	return thresholdBoundsOf(b)
-})
+	return b
+}()
 
 // thresholdBoundsOf snaps every alert figure's warning and critical
 // threshold onto LatencyBuckets, by "backend/op[/phase]".
