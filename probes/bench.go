@@ -1,6 +1,10 @@
 package probes
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // BenchProfile reproduces one reference benchmark run with the backend's
 // probe, for `dbcanary bench --profile` (internal/bench runs it, records
@@ -19,6 +23,9 @@ type BenchProfile struct {
 	TotalRates bool
 	// Verified says how the probe checks what it reads back, for the report.
 	Verified string
+	// Params are the profile's own settings (`dbcanary bench --param
+	// name=value`), beside the common ones of BenchParams.
+	Params []BenchParam
 	// Defaults fills the parameters the command line left unset.
 	Defaults func(p *BenchParams)
 	// Configure returns the target's config section adjusted for the run;
@@ -53,10 +60,45 @@ type BenchParams struct {
 	// Timeout overrides the op timeout.
 	Timeout time.Duration
 
-	Sizes       []Size // object sizes to step through
-	WorkerSteps []int  // worker counts to step through
-	BulkSize    int    // documents per bulk request
-	Records     int    // records to load
+	// Values are the profile's own parameters (BenchProfile.Params) by
+	// name: the command line's, then the ones Defaults sets.
+	Values map[string]string
+}
+
+// BenchParam is a setting of one profile: `dbcanary bench --param
+// name=value` sets it after Check accepted the value; the profile's
+// Defaults sets it when the command line did not (SetDefault).
+type BenchParam struct {
+	Name string
+	// Help says what it sets and its default, in one line.
+	Help string
+	// Check validates a value from the command line (nil: any).
+	Check func(value string) error
+}
+
+// SetDefault sets a profile parameter the command line left unset.
+func (p *BenchParams) SetDefault(name, value string) {
+	if p.Values == nil {
+		p.Values = map[string]string{}
+	}
+	if _, ok := p.Values[name]; !ok {
+		p.Values[name] = value
+	}
+}
+
+// Int is a profile parameter as a whole number (0 when unset; Check
+// rejected anything else).
+func (p BenchParams) Int(name string) int {
+	n, _ := strconv.Atoi(p.Values[name])
+	return n
+}
+
+// PositiveInt is a BenchParam.Check: a whole number of at least 1.
+func PositiveInt(v string) error {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		return fmt.Errorf("%q is not a whole number of at least 1", v)
+	}
+	return nil
 }
 
 // WarmupOr is the warm-up the command line asked for, else d.

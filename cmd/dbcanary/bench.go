@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -19,30 +18,26 @@ import (
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/bench"
-	"github.com/dbcanary/dbcanary/probes"
 )
 
 type benchFlags struct {
-	profile   string
-	list      bool
-	target    string
-	yes       bool
-	base      string
-	jsonOut   string
-	htmlOut   string
-	duration  time.Duration
-	ops       int64
-	warmup    time.Duration
-	workers   int
-	rate      float64
-	mix       string
-	timeout   time.Duration
-	sizes     string
-	s3Workers string
-	bulkSize  int
-	records   int
-	grace     time.Duration
-	cpuProf   string
+	profile  string
+	list     bool
+	target   string
+	yes      bool
+	base     string
+	jsonOut  string
+	htmlOut  string
+	duration time.Duration
+	ops      int64
+	warmup   time.Duration
+	workers  int
+	rate     float64
+	mix      string
+	timeout  time.Duration
+	params   []string
+	grace    time.Duration
+	cpuProf  string
 }
 
 // newBenchCmd is `dbcanary bench --profile X`: a reference benchmark run with
@@ -78,13 +73,10 @@ machine's loopback interface unless --yes is given.`,
 	fl.Int64Var(&f.ops, "ops", 0, "End each measured stage after this many ops (with --duration: whichever comes first).")
 	fl.DurationVar(&f.warmup, "warmup", 0, "Run each stage this long first, unrecorded (default: the profile's).")
 	fl.IntVar(&f.workers, "workers", 0, "Concurrent workers (closed loop: each runs its next op when the previous ended). Default: the profile's.")
-	fl.Float64Var(&f.rate, "rate", 0, "Open loop: start ops at this many per second whatever the store does (default: closed loop; opensearch-pmc searches at 20, --rate 0 makes them closed-loop).")
-	fl.StringVar(&f.mix, "mix", "", "Op weights, e.g. insert=1,read=4 (s3-sizes: op kinds, get=1 or put=1; default: the profile's).")
+	fl.Float64Var(&f.rate, "rate", 0, "Open loop: start ops at this many per second whatever the store does (default: the profile's, mostly a closed loop; --rate 0 asks for a closed loop).")
+	fl.StringVar(&f.mix, "mix", "", "Op weights, e.g. insert=1,read=4 (a profile stepping through object sizes takes op kinds, get=1; default: the profile's).")
 	fl.DurationVar(&f.timeout, "timeout", 0, "Op timeout (default: the profile's, else the target's).")
-	fl.StringVar(&f.sizes, "s3-sizes", "", "s3-sizes: object sizes, e.g. 4KiB,1MiB (default 4KiB,128KiB,1MiB,8MiB).")
-	fl.StringVar(&f.s3Workers, "s3-workers", "", "s3-sizes: worker counts to step through, e.g. 8,12,16 or 8..16 (default 8..16).")
-	fl.IntVar(&f.bulkSize, "bulk-size", 0, "opensearch-pmc: documents per bulk request (default 500).")
-	fl.IntVar(&f.records, "records", 0, "ycsb-a: record count (default 1000).")
+	fl.StringArrayVar(&f.params, "param", nil, "A parameter of the profile, name=value (repeat the flag for several):"+profileParams()+".")
 	fl.DurationVar(&f.grace, "cleanup-timeout", 30*time.Second, "How long removing the run's namespace may take at the end.")
 	fl.StringVar(&f.cpuProf, "cpuprofile", "", "Write a Go CPU profile of the run to this file (go tool pprof), to see where the client path spends its time.")
 	return cmd
@@ -92,19 +84,15 @@ machine's loopback interface unless --yes is given.`,
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr io.Writer) error {
 	if f.list || f.profile == "" {
-		printProfiles(stdout)
-		if f.profile == "" && !f.list {
-			return errors.New("--profile is required")
-		}
-		return nil
+		return listProfiles(f, stdout)
 	}
 	prof, ok := bench.ProfileByName(f.profile)
 	if !ok {
 		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(profileNames(), ", "))
 	}
-	p, err := f.params(cmd)
+	p, err := f.benchParams(cmd, prof)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	logger, err := newLogger(g, stderr)
 	if err != nil {
@@ -180,14 +168,32 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }
 
-// printProfiles lists the bench profiles (--list).
-func printProfiles(stdout io.Writer) {
+// listProfiles is `dbcanary bench --list`, and the answer to a missing --profile.
+func listProfiles(f *benchFlags, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tBACKEND\tREPRODUCES")
 	for _, p := range bench.Profiles() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Backend, p.Reproduces)
 	}
 	_ = tw.Flush()
+	if f.profile == "" && !f.list {
+		return errors.New("--profile is required")
+	}
+	return nil
+}
+
+// profileParams lists each profile's own parameters for the help of --param.
+func profileParams() string {
+	var s string
+	for _, p := range bench.Profiles() {
+		for _, bp := range p.Params {
+			s += fmt.Sprintf("\n%s (%s): %s", bp.Name, p.Name, bp.Help)
+		}
+	}
+	if s == "" {
+		return " none"
+	}
+	return s
 }
 
 // profileNames are the bench profiles the registered backends declare.
@@ -218,15 +224,15 @@ func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error
 	return nil
 }
 
-func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
-	p := bench.Params{Duration: f.duration, Ops: f.ops, Workers: f.workers, Rate: f.rate, Timeout: f.timeout, BulkSize: f.bulkSize, Records: f.records}
+func (f *benchFlags) benchParams(cmd *cobra.Command, prof *bench.Profile) (bench.Params, error) {
+	p := bench.Params{Duration: f.duration, Ops: f.ops, Workers: f.workers, Rate: f.rate, Timeout: f.timeout}
 	p.ClosedLoop = cmd.Flags().Changed("rate") && f.rate == 0
 	if cmd.Flags().Changed("warmup") {
 		w := f.warmup
 		p.Warmup = &w
 	}
-	if f.duration < 0 || f.ops < 0 || f.workers < 0 || f.rate < 0 || f.warmup < 0 || f.bulkSize < 0 || f.records < 0 {
-		return p, errors.New("--duration, --ops, --workers, --rate, --warmup, --bulk-size and --records must not be negative")
+	if f.duration < 0 || f.ops < 0 || f.workers < 0 || f.rate < 0 || f.warmup < 0 {
+		return p, errors.New("--duration, --ops, --workers, --rate and --warmup must not be negative")
 	}
 	if f.workers > 4096 {
 		return p, fmt.Errorf("--workers %d: at most 4096", f.workers)
@@ -238,30 +244,8 @@ func (f *benchFlags) params(cmd *cobra.Command) (bench.Params, error) {
 		}
 		p.Mix = mix
 	}
-	if f.sizes != "" {
-		for _, s := range strings.Split(f.sizes, ",") {
-			z, err := probes.ParseSize(s)
-			if err != nil || z <= 0 {
-				return p, fmt.Errorf("--s3-sizes: %q is not an object size (4KiB, 1MiB)", s)
-			}
-			p.Sizes = append(p.Sizes, z)
-		}
-	}
-	if f.s3Workers != "" {
-		for _, part := range strings.Split(f.s3Workers, ",") {
-			lo, hi, isRange := strings.Cut(part, "..")
-			a, err1 := strconv.Atoi(strings.TrimSpace(lo))
-			b, err2 := a, error(nil)
-			if isRange {
-				b, err2 = strconv.Atoi(strings.TrimSpace(hi))
-			}
-			if err1 != nil || err2 != nil || a < 1 || b < a || b > 256 {
-				return p, fmt.Errorf("--s3-workers: %q: want counts or ranges like 8,12,16 or 8..16 (1 to 256)", part)
-			}
-			for n := a; n <= b; n++ {
-				p.WorkerSteps = append(p.WorkerSteps, n)
-			}
-		}
+	if err := prof.SetParams(&p, f.params); err != nil {
+		return p, fmt.Errorf("--param %w", err)
 	}
 	return p, nil
 }

@@ -26,6 +26,11 @@ type File struct {
 	// SnapTolerance is how far (relative) a threshold may move down to the
 	// nearest classic bucket bound; beyond it the threshold moves up instead.
 	SnapTolerance float64 `yaml:"snap_tolerance"`
+	// Buckets are classic bucket bounds, in seconds, that the op histograms
+	// add to their ladder (metrics.LatencyBuckets), so that a threshold
+	// lands on its figure instead of the next bound up. The daemon's are
+	// those of the shipped file (baselines/james-reference.yaml, compiled in).
+	Buckets []float64 `yaml:"buckets,omitempty"`
 	// Policy holds the thresholds that are choices, not measurements.
 	Policy  Policy   `yaml:"policy"`
 	Sources []Source `yaml:"sources"`
@@ -241,6 +246,11 @@ func (b *File) Validate() error {
 	p.factors("factors", b.Factors)
 	if b.SnapTolerance < 0 || b.SnapTolerance > 0.2 {
 		p.bad("snap_tolerance", "must be between 0 and 0.2, got %g", b.SnapTolerance)
+	}
+	for i, x := range b.Buckets {
+		if !(x > 0 && x <= 3600) || slices.Contains(b.Buckets[:i], x) {
+			p.bad(fmt.Sprintf("buckets[%d]", i), "must be a bound in seconds above 0 and at most 3600, listed once, got %g", x)
+		}
 	}
 	b.Policy.validate(&p)
 	sources := validateSources(b.Sources, &p)

@@ -63,6 +63,8 @@ func TestParseGood(t *testing.T) {
 func TestParseBad(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"unknown key", "snap_tolerance: 0.05", "snap_tolerance: 0.05\nsnap: 1", "decoding: yaml: unmarshal errors:\n  line 4: field snap not found in type baseline.File"},
+		{"buckets", "snap_tolerance: 0.05", "snap_tolerance: 0.05\nbuckets: [0.1, 0, 0.1]", "buckets[1]: must be a bound in seconds above 0 and at most 3600, listed once, got 0\n" +
+			"buckets[2]: must be a bound in seconds above 0 and at most 3600, listed once, got 0.1"},
 		{"warning below 1", "warning: 1.0", "warning: 0.5", "factors.warning: must be at least 1 (a figure measured under load is a ceiling), got 0.5"},
 		{"critical not above warning", "critical: 3.0", "critical: 1.0", "factors.critical: must be above warning (1), got 1"},
 		{"slo", "slo_objective: 0.999", "slo_objective: 1", "policy.slo_objective: must be in (0.9, 1), got 1"},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -208,7 +209,7 @@ func TestProfileParams(t *testing.T) {
 	if p.Rate != 20 || q.Rate != 0 {
 		t.Errorf("rates %g and %g, want 20 and 0", p.Rate, q.Rate)
 	}
-	s := Params{Mix: []probes.Weighted{{Op: "put", Weight: 1}}, WorkerSteps: []int{4}}
+	s := Params{Mix: []probes.Weighted{{Op: "put", Weight: 1}}, Values: map[string]string{"worker-steps": "4"}}
 	prof := mustProfile(t, "s3-sizes")
 	prof.defaults(&s)
 	st := prof.stages(s)
@@ -266,7 +267,7 @@ func TestProfileTables(t *testing.T) {
 			Phases: map[string]Summary{"first_byte": {P50: 2}, "last_byte": {P50: 3}}}}},
 	}}
 	prof := mustProfile(t, "s3-sizes")
-	p := Params{Sizes: []probes.Size{4 * probes.KiB}}
+	p := Params{Values: map[string]string{"sizes": "4KiB"}}
 	prof.defaults(&p)
 	tabs := tables(r, refs{}, prof.Tables(p))
 	if len(tabs) != 2 || tabs[0].ID != "s3-4KiB" || tabs[0].Title != "Download performance with 4KiB objects" || tabs[1].ID != "summary" {
@@ -284,5 +285,29 @@ func TestProfileTables(t *testing.T) {
 	tabs = tables(r, refs{}, prof.Tables(Params{}))
 	if len(tabs) != 2 || tabs[0].ID != "perftest" || len(tabs[0].Rows) != 6 || tabs[0].Rows[3][2] != "7 / 0" || tabs[0].Rows[5][2] != "6 / 0 (0)" {
 		t.Fatalf("perftest table %+v", tabs[0])
+	}
+}
+
+// A profile's own parameters: only the ones it declares, with values its
+// Check accepts.
+func TestSetParams(t *testing.T) {
+	prof := mustProfile(t, "s3-sizes")
+	var p Params
+	if err := prof.SetParams(&p, []string{"sizes=4KiB,1MiB", "worker-steps=2..3"}); err != nil {
+		t.Fatal(err)
+	}
+	prof.defaults(&p)
+	if p.Values["sizes"] != "4KiB,1MiB" || p.Workers != 3 {
+		t.Errorf("values %v, workers %d", p.Values, p.Workers)
+	}
+	for arg, want := range map[string]string{
+		"bulk-size=5":    "bulk-size: profile s3-sizes has no such parameter (it has sizes, worker-steps)",
+		"sizes=0B":       `sizes: "0B" is not an object size (4KiB, 1MiB) listed once`,
+		"worker-steps=9": "",
+		"sizes":          `"sizes": want name=value`,
+	} {
+		if err := prof.SetParams(&Params{}, []string{arg}); fmt.Sprint(err) != want && (want != "" || err != nil) {
+			t.Errorf("%s: %v, want %s", arg, err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +87,42 @@ func ProfileByName(name string) (*Profile, bool) {
 		}
 	}
 	return nil, false
+}
+
+// SetParams sets the profile's own parameters from name=value pairs
+// (`dbcanary bench --param`), each a parameter the profile declares and a
+// value its Check accepts.
+func (p *Profile) SetParams(ps *Params, pairs []string) error {
+	for _, kv := range pairs {
+		name, value, ok := strings.Cut(kv, "=")
+		i := slices.IndexFunc(p.Params, func(bp probes.BenchParam) bool { return bp.Name == name })
+		switch {
+		case !ok:
+			return fmt.Errorf("%q: want name=value", kv)
+		case i < 0:
+			return fmt.Errorf("%s: profile %s has no such parameter (%s)", name, p.Name, p.paramNames())
+		case p.Params[i].Check != nil:
+			if err := p.Params[i].Check(value); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		if ps.Values == nil {
+			ps.Values = map[string]string{}
+		}
+		ps.Values[name] = value
+	}
+	return nil
+}
+
+func (p *Profile) paramNames() string {
+	if len(p.Params) == 0 {
+		return "it has none"
+	}
+	names := make([]string, len(p.Params))
+	for i, bp := range p.Params {
+		names[i] = bp.Name
+	}
+	return "it has " + strings.Join(names, ", ")
 }
 
 func (p *Profile) defaults(ps *Params) {

@@ -214,25 +214,10 @@ func params(prof *Profile, p Params) []Param {
 	if p.Timeout > 0 {
 		add("timeout", p.Timeout.String())
 	}
-	if len(p.Sizes) > 0 {
-		var s []string
-		for _, z := range p.Sizes {
-			s = append(s, z.String())
+	for _, bp := range prof.Params {
+		if v, ok := p.Values[bp.Name]; ok {
+			add(bp.Name, v)
 		}
-		add("sizes", strings.Join(s, ","))
-	}
-	if len(p.WorkerSteps) > 0 {
-		var s []string
-		for _, n := range p.WorkerSteps {
-			s = append(s, strconv.Itoa(n))
-		}
-		add("s3-workers", strings.Join(s, ","))
-	}
-	if p.BulkSize > 0 {
-		add("bulk-size", strconv.Itoa(p.BulkSize))
-	}
-	if p.Records > 0 {
-		add("records", strconv.Itoa(p.Records))
 	}
 	return ps
 }

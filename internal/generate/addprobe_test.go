@@ -1,249 +1,286 @@
 package generate
 
 import (
+	"bufio"
 	"bytes"
-	"context"
+	"fmt"
+	"go/format"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/dbcanary/dbcanary/internal/baseline"
-	"github.com/dbcanary/dbcanary/probes"
-	"github.com/dbcanary/dbcanary/probes/probetest"
 )
 
-// A throwaway backend, as a new probe package would declare it: a config
-// with its ops, a probe, and its one record with its facts. Nothing in this
-// package knows its name.
-const throwaway = "throwaway"
+// maxOutsideFiles bounds the files a new backend writes by hand outside
+// probes/<name>/ (issue #30): one import line, its stack script, its docs page.
+const maxOutsideFiles = 3
 
-type throwawayConfig struct{}
-
-func (throwawayConfig) Validate() []error { return nil }
-
-func (throwawayConfig) Ops() []probes.OpSpec {
-	return append([]probes.OpSpec{
-		{Name: "write", DefaultRate: 1, Help: "write a thing"},
-		{Name: "read", DefaultRate: 1, Phases: []string{"connect", "body"}, Help: "read it back"},
-	}, probes.LedgerSpecs()...)
+// docStep is one step of docs/adding-a-probe.md: a marker comment and the
+// code block under it.
+type docStep struct {
+	Kind     string // file, import into, insert, append or run
+	Path     string
+	After    string // insert: the line the block goes after
+	Optional bool   // the step is marked optional (not counted against maxOutsideFiles)
+	Body     string
 }
 
-type throwawayProbe struct{}
+var markerRE = regexp.MustCompile(`^<!-- (optional )?(file|import into|insert|append|run):?\s*(.*?)\s*-->$`)
 
-func (throwawayProbe) Prepare(context.Context) error                      { return nil }
-func (throwawayProbe) Run(context.Context, string, *probes.Outcome) error { return nil }
-func (throwawayProbe) Close() error                                       { return nil }
-
-func registerThrowaway() {
-	probes.Register(probes.Backend{Name: throwaway,
-		NewConfig: func() probes.Config { return throwawayConfig{} },
-		New:       func(probes.Target) (probes.Probe, error) { return throwawayProbe{}, nil },
-		Facts: probes.Facts{
-			Title: "Throwaway",
-			Ops: []probes.OpFacts{{Name: "write"}, {Name: "read", Phases: []string{"connect", "body"}},
-				{Name: probes.OpLedgerWrite}, {Name: probes.OpLedgerCheck}},
-			Panels: []probes.Panel{{Title: "Write vs read, p99", Description: "Both ops' p99.", ThresholdsOf: "write",
-				Queries: []probes.Query{{Series: probes.SeriesLatency, Ops: "write|read", Quantile: 0.99, Legend: "{{target}} {{op}}"}}}},
-		}})
-}
-
-// Its baseline figures, appended to the shipped file's figures (its last section).
-const throwawayFigures = `  - {id: throwaway-write-p99, backend: throwaway, ops: [write], kind: latency, stat: p99, value: 10, unit: ms, quoted: "p99 10 ms", source: james-db, conditions: "a test", use: alert}
-  - {id: throwaway-body-p99, backend: throwaway, ops: [read], kind: phase, phase: body, stat: p99, value: 100, unit: ms, quoted: "p99 100 ms", source: james-db, conditions: "a test", use: alert}
-`
-
-const addProbeEnv = "DBCANARY_TEST_ADD_PROBE"
-
-// TestAddProbe adds a backend without touching this package: a probe
-// registered with its one record (probes.Register) with figures in
-// the baseline gets latency rules and promtool tests that promtool passes, an
-// overview row and a board that pass the board checks; the other boards stay
-// as they are. The regenerated files that change are the ones
-// docs/adding-a-probe.md lists. Before that, it counts the files the page
-// has a new backend write (at most maxBackendFiles) and checks that nothing
-// under internal/ or cmd/ names a backend (checkAddedFiles).
-func TestAddProbe(t *testing.T) {
-	if os.Getenv(addProbeEnv) == "" {
-		checkAddedFiles(t)
-		// The registry is global: the throwaway probe lives in a child
-		// process, so every other test sees only the real probes.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAddProbe$", "-test.v")
-		cmd.Env = append(os.Environ(), addProbeEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("with a throwaway probe: %v\n%s", err, out)
+// docSteps reads the marked code blocks of the page, in order.
+func docSteps(doc []byte) ([]docStep, error) {
+	var steps []docStep
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	for line := 0; sc.Scan(); line++ {
+		m := markerRE.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
 		}
-		t.Logf("with a throwaway probe:\n%s", out)
+		s := docStep{Kind: m[2], Path: m[3], Optional: m[1] != ""}
+		if s.Kind == "insert" {
+			s.Path, s.After, _ = strings.Cut(s.Path, " after: ")
+		}
+		if (s.Path == "") != (s.Kind == "run") || (s.Kind == "insert" && s.After == "") {
+			return nil, fmt.Errorf("line %d: marker %q lacks its path (or has one)", line+1, sc.Text())
+		}
+		for sc.Scan() && strings.TrimSpace(sc.Text()) == "" {
+		}
+		open := sc.Text()
+		fence := open[:len(open)-len(strings.TrimLeft(open, "`"))]
+		if len(fence) < 3 {
+			return nil, fmt.Errorf("line %d: marker %q is not followed by a code block", line+1, m[0])
+		}
+		var body []string
+		for sc.Scan() && sc.Text() != fence {
+			body = append(body, sc.Text())
+		}
+		s.Body = strings.Join(body, "\n") + "\n"
+		steps = append(steps, s)
+	}
+	return steps, sc.Err()
+}
+
+// copyRepo copies the repository's files (git ls-files) into a new directory.
+func copyRepo(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(lookTool(t, "git"), "-C", repoRoot(), "ls-files", "-z").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	dir := t.TempDir()
+	for _, rel := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(repoRoot(), rel)
+		fi, err := os.Lstat(src)
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree, not yet committed
+		}
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("%s: %v (mode %v)", rel, err, fi.Mode())
+		}
+		data, err := os.ReadFile(src)
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, rel), data, fi.Mode().Perm())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// apply carries out one step in dir.
+func (s docStep) apply(t *testing.T, dir string, env []string) {
+	t.Helper()
+	if s.Kind == "run" {
+		run(t, dir, env, lookTool(t, "bash"), "-euo", "pipefail", "-c", s.Body)
 		return
 	}
-	shipped := shippedBaseline(t)
-	before := generated(t, shipped)
-	registerThrowaway()
-	if errs := probetest.CheckFacts(mustFacts(t), throwawayConfig{}); len(errs) > 0 {
-		t.Fatalf("facts and ops differ: %v", errs)
+	p := filepath.Join(dir, s.Path)
+	old, err := os.ReadFile(p)
+	if s.Kind != "file" && err != nil {
+		t.Fatalf("%s %s: %v", s.Kind, s.Path, err)
 	}
-
-	// The probe alone: its overview row and board, no rule yet.
-	changed := diffFiles(before, generated(t, shipped))
-	want := []string{"dashboards/dbcanary-overview.json", "dashboards/dbcanary-throwaway.json"}
-	if strings.Join(changed, " ") != strings.Join(want, " ") {
-		t.Errorf("adding the probe changed %v, want %v", changed, want)
+	var data string
+	switch s.Kind {
+	case "file":
+		data = s.Body
+		if strings.HasSuffix(s.Path, ".go") {
+			if f, err := format.Source([]byte(data)); err != nil || string(f) != data {
+				t.Errorf("docs/adding-a-probe.md: %s is not gofmt'ed (%v)", s.Path, err)
+			}
+		}
+	case "import into":
+		data = insertAt(t, string(old), regexp.MustCompile(`(?m)^\)$`), strings.Index(string(old), "import ("), s)
+	case "insert":
+		data = insertAt(t, string(old), regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(s.After)+`\n`), 0, s)
+	case "append":
+		data = strings.TrimRight(string(old), "\n") + "\n" + s.Body
 	}
-
-	// With its figures: latency rules, their promtool tests and thresholds.
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "baselines", "james-reference.yaml"))
-	if err != nil {
+	mode := os.FileMode(0o644)
+	if strings.HasSuffix(s.Path, ".sh") {
+		mode = 0o755
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := baseline.Parse(append(data, throwawayFigures...))
-	if err != nil {
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
 		t.Fatal(err)
 	}
-	after := generated(t, b)
-	changed = diffFiles(before, after)
-	want = []string{"alerts/dbcanary-rules.yml", "alerts/tests/dbcanary-rules_test.yml", "alerts/thresholds.md",
-		"dashboards/dbcanary-overview.json", "dashboards/dbcanary-throwaway.json"}
-	if strings.Join(changed, " ") != strings.Join(want, " ") {
-		t.Errorf("adding the probe and its figures changed %v, want %v", changed, want)
+}
+
+// insertAt puts the step's block before the first match of re at or after
+// from (import into: the import block's closing parenthesis) or, for
+// insert, after the matched line.
+func insertAt(t *testing.T, old string, re *regexp.Regexp, from int, s docStep) string {
+	t.Helper()
+	loc := []int(nil)
+	if from >= 0 {
+		loc = re.FindStringIndex(old[from:])
 	}
+	if loc == nil {
+		t.Fatalf("docs/adding-a-probe.md: %s %s: no %q there", s.Kind, s.Path, re)
+	}
+	at := from + loc[0]
+	if s.Kind == "insert" {
+		at = from + loc[1]
+	}
+	return old[:at] + s.Body + old[at:]
+}
+
+// run runs a command in dir and fails the test with its output.
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+}
+
+// TestAddProbe follows docs/adding-a-probe.md literally in a copy of the
+// repository: it writes each marked code block where its marker says, runs
+// each marked command (`make generate` among them), then builds and vets
+// everything and runs the new package's tests, probes/all's and this
+// package's, and promtool on the new backend's generated rule tests. It
+// fails when the page misses a step or a step breaks something, and logs
+// how many files a new backend writes by hand and how many are generated.
+func TestAddProbe(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "adding-a-probe.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range append(changed, "deploy/helm/dbcanary/files/dbcanary-rules.yml", "probes/all/all.go", "register.go", "baselines/") {
-		if f = strings.ReplaceAll(f, throwaway, "<name>"); !bytes.Contains(doc, []byte(f)) {
-			t.Errorf("docs/adding-a-probe.md does not name %s", f)
-		}
-	}
-
-	rules := string(after["alerts/dbcanary-rules.yml"])
-	for _, s := range []string{`{backend="throwaway",op="write",quantile="0.99"} > 0.01 and`, `{backend="throwaway",op="write",quantile="0.99"} > 0.03 and`,
-		`{backend="throwaway",op="read",phase="body",quantile="0.99"} > 0.1 and`, `{backend="throwaway",op="read",phase="body",quantile="0.99"} > 0.3 and`} {
-		if !strings.Contains(rules, s) {
-			t.Errorf("rules lack %s", s)
-		}
-	}
-	if !KnownOp(throwaway, "read", "body") || KnownOp(throwaway, "read", "other") {
-		t.Error("KnownOp does not read the probe's facts")
-	}
-	promtoolOwnTests(t, b)
-
-	// Its board passes the board checks; the overview has its row.
-	lintBoard(t, "dbcanary-throwaway.json", after["dashboards/dbcanary-throwaway.json"])
-	strictSchema(t, "dbcanary-throwaway.json", after["dashboards/dbcanary-throwaway.json"])
-	checkThresholdLines(t, b)
-	board := string(after["dashboards/dbcanary-throwaway.json"])
-	for _, s := range []string{`"title": "Write vs read, p99"`, `op=~\"write|read\",quantile=\"0.99\"`, `"title": "read: connect vs body"`,
-		`"title": "write"`, `"title": "Durability ledger`} {
-		if !strings.Contains(board, s) {
-			t.Errorf("board lacks %s", s)
-		}
-	}
-	if !strings.Contains(string(after["dashboards/dbcanary-overview.json"]), `"title": "Throwaway"`) {
-		t.Error("overview has no Throwaway row")
-	}
-
-	// A probe registered without facts is an error.
-	probes.Register(probes.Backend{Name: "ghost", NewConfig: func() probes.Config { return throwawayConfig{} },
-		New: func(probes.Target) (probes.Probe, error) { return throwawayProbe{}, nil }})
-	if _, err := Dashboards(b); err == nil || !strings.Contains(err.Error(), `"ghost" is registered without facts`) {
-		t.Errorf("a backend without facts: %v", err)
-	}
-}
-
-func mustFacts(t *testing.T) probes.Facts {
-	t.Helper()
-	be, ok := probes.Lookup(throwaway)
-	if !ok {
-		t.Fatal("not registered")
-	}
-	return be.Facts
-}
-
-// generated is every file `make generate` writes, by path under the repository.
-func generated(t *testing.T, b *baseline.File) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	rules, err := RuleFiles(b, Options{})
+	steps, err := docSteps(doc)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("docs/adding-a-probe.md: %v", err)
 	}
-	boards, err := DashboardFiles(b, Options{})
-	if err != nil {
-		t.Fatal(err)
+	name := backendOf(t, steps)
+	dir := copyRepo(t)
+	// -trimpath: the copy's packages share the build cache from one run to the next.
+	env := append(os.Environ(), "DBCANARY_STACK_DIR="+t.TempDir(), "GOFLAGS=-trimpath "+os.Getenv("GOFLAGS"))
+	required := map[string]bool{} // hand-written file → a required step writes it
+	for _, s := range steps {
+		s.apply(t, dir, env)
+		if s.Kind != "run" {
+			required[s.Path] = required[s.Path] || !s.Optional
+		}
 	}
-	for n, d := range rules {
-		out["alerts/"+n] = d
+	var own, outside, optional, generated []string
+	for _, f := range changedFiles(t, dir) {
+		switch req, hand := required[f]; {
+		case !hand:
+			generated = append(generated, f)
+		case strings.HasPrefix(f, "probes/"+name+"/"):
+			own = append(own, f)
+		case req:
+			outside = append(outside, f)
+		default:
+			optional = append(optional, f)
+		}
 	}
-	for n, d := range boards {
-		out["dashboards/"+n] = d
+	t.Logf("adding backend %q by docs/adding-a-probe.md: %d files in probes/%s/, %d hand-written outside it (%s), %d optional (%s), %d generated (%s)",
+		name, len(own), name, len(outside), strings.Join(outside, " "), len(optional), strings.Join(optional, " "), len(generated), strings.Join(generated, " "))
+	if len(outside) > maxOutsideFiles {
+		t.Errorf("a backend writes %d files by hand outside probes/%s/, at most %d", len(outside), name, maxOutsideFiles)
 	}
-	return out
+	if !slices.Contains(generated, "dashboards/dbcanary-"+name+".json") {
+		t.Errorf("the steps did not generate the backend's board (make generate missing?): %v", generated)
+	}
+	for _, f := range generated {
+		if !bytes.Contains(doc, []byte(f)) {
+			t.Errorf("docs/adding-a-probe.md does not name %s, which its steps regenerate", f)
+		}
+	}
+	goTool := lookTool(t, "go")
+	run(t, dir, env, goTool, "build", "./...")
+	run(t, dir, env, goTool, "vet", "./...")
+	run(t, dir, env, goTool, "test", "-count=1", "-skip", "^TestAddProbe$", "./probes/"+name+"/", "./probes/all/", "./internal/generate/")
+	promtoolBackend(t, dir, env, name)
 }
 
-// diffFiles lists the paths new or different in after, sorted.
-func diffFiles(before, after map[string][]byte) []string {
+// backendOf is the backend the page adds: the directory of its first file under probes/.
+func backendOf(t *testing.T, steps []docStep) string {
+	t.Helper()
+	for _, s := range steps {
+		if parts := strings.Split(s.Path, "/"); s.Kind == "file" && len(parts) == 3 && parts[0] == "probes" {
+			return parts[1]
+		}
+	}
+	t.Fatal("docs/adding-a-probe.md writes no file under probes/<name>/")
+	return ""
+}
+
+// changedFiles are the files of dir that are new or differ from the repository's, sorted.
+func changedFiles(t *testing.T, dir string) []string {
+	t.Helper()
 	var out []string
-	for p, d := range after {
-		if old, ok := before[p]; !ok || !bytes.Equal(old, d) {
-			out = append(out, p)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			out = append(out, p)
+		rel, _ := filepath.Rel(dir, p)
+		now, err := os.ReadFile(p)
+		if err != nil {
+			return err
 		}
+		if was, err := os.ReadFile(filepath.Join(repoRoot(), rel)); err != nil || !bytes.Equal(was, now) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// promtoolOwnTests runs promtool on the rules with the throwaway's figures
-// and on the generated test cases of its thresholds.
-func promtoolOwnTests(t *testing.T, b *baseline.File) {
+// promtoolBackend checks the copy's rules and runs the generated promtool
+// tests of the new backend's thresholds (the shipped ones are TestPromtool's).
+func promtoolBackend(t *testing.T, dir string, env []string, name string) {
 	t.Helper()
-	rf, err := Rules(b, Options{})
+	rules, err := os.ReadFile(filepath.Join(dir, "alerts", "dbcanary-rules.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf, err := PromTests(b, rf, "dbcanary-rules.yml")
+	if !bytes.Contains(rules, []byte(`backend="`+name+`"`)) {
+		return // no alert figures: no rule of its own to test
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "alerts", "tests", "dbcanary-rules_test.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var own []TestGroup
-	for _, g := range tf.Tests {
-		if strings.Contains(g.Name, throwaway) {
-			own = append(own, g)
-		}
+	own := onlyTests(t, data, name+" ")
+	if err := os.WriteFile(filepath.Join(dir, "alerts", "tests", name+"_test.yml"), own, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if len(own) < 6 {
-		t.Fatalf("%d promtool test cases for the throwaway's thresholds, want at least 6", len(own))
-	}
-	tf.Tests = own
 	promtool := installedPromtool(t)
-	dir := t.TempDir()
-	rdata, err := rf.Marshal(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tdata, err := tf.Marshal(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "dbcanary-rules.yml"), rdata, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "test.yml"), tdata, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"check", "rules", "dbcanary-rules.yml"}, {"test", "rules", "test.yml"}} {
-		cmd := exec.Command(promtool, args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	run(t, dir, env, promtool, "check", "rules", "alerts/dbcanary-rules.yml")
+	run(t, dir, env, promtool, "test", "rules", "alerts/tests/"+name+"_test.yml")
 }

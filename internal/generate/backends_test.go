@@ -1,6 +1,9 @@
 package generate
 
 import (
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -49,5 +52,25 @@ func TestBackendsFromRegistry(t *testing.T) {
 	}
 	if KnownOp("noop", "noop", "") {
 		t.Error("noop has no board, so no op the rules know")
+	}
+}
+
+// TestBackendWithoutFactsIsAnError: a backend registered without facts stops
+// the generator, naming it. The registry is global: the backend is
+// registered in a child process, so every other test sees the real ones.
+func TestBackendWithoutFactsIsAnError(t *testing.T) {
+	const env = "DBCANARY_TEST_GHOST_BACKEND"
+	if os.Getenv(env) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBackendWithoutFactsIsAnError$")
+		cmd.Env = append(os.Environ(), env+"=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	noop, _ := probes.Lookup(probes.Names()[0])
+	probes.Register(probes.Backend{Name: "ghost", NewConfig: noop.NewConfig, New: noop.New})
+	if _, err := Dashboards(shippedBaseline(t)); err == nil || !strings.Contains(err.Error(), `"ghost" is registered without facts`) {
+		t.Errorf("a backend without facts: %v", err)
 	}
 }

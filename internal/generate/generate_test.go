@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +20,7 @@ import (
 // TestThresholdsOnBucketBounds: every latency threshold the rules carry is a
 // classic bucket bound (histogram_quantile is exact there). Warnings (factor
 // 1 × a documented p99) must sit within 25 % of the figure: more means
-// metrics.LatencyBuckets lacks a bound there (alerts/thresholds.md lists every shift).
+// the baseline's buckets lack a bound there (alerts/thresholds.md lists every shift).
 func TestThresholdsOnBucketBounds(t *testing.T) {
 	b := shippedBaseline(t)
 	th, err := Thresholds(b)
@@ -81,7 +82,7 @@ func TestSnap(t *testing.T) {
 	}{
 		{0.293, 0.3, true}, {0.4, 0.4, true}, {1.049, 1, true}, {1.2, 2.5, true}, {0.26, 0.25, true}, {0.27, 0.3, true}, {30, 60, false}, {61, 0, false},
 	} {
-		got, ok := snap(tc.v, 0.05, bounds)
+		got, ok := metrics.Snap(tc.v, 0.05, bounds)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("snap(%g) = %g, %v; want %g, %v", tc.v, got, ok, tc.want, tc.ok)
 		}
@@ -332,5 +333,21 @@ func checkThresholdLines(t *testing.T, b *baseline.File) {
 		if !found {
 			t.Errorf("%s: no panel draws its thresholds", k)
 		}
+	}
+}
+
+// A baseline's buckets must be bounds the daemon's histograms have: they
+// come from the shipped file, compiled in.
+func TestBucketsOfTheBuild(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "baselines", "james-reference.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := baseline.Parse(bytes.Replace(data, []byte("buckets:\n"), []byte("buckets:\n  - 0.0123\n"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Thresholds(b); err == nil || !strings.Contains(err.Error(), "buckets[0]: 0.0123s is not a classic bound of this build's histograms") {
+		t.Errorf("a bucket the build lacks: %v", err)
 	}
 }

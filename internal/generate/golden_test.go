@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/dbcanary/dbcanary/internal/baseline"
@@ -13,21 +13,25 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the committed alerts/ and dashboards/ files")
 
-// repoRoot is two levels above this package.
+// repoRoot is two levels above this package, where `go test` runs its tests
+// (also built with -trimpath, as TestAddProbe builds its copy).
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }
 
-// installedPromtool is Debian's promtool, which `make deps` installs
-// (test/stack/prometheus.sh install): a unit test never installs packages.
+// installedPromtool is the promtool on PATH: Debian's, which `make deps`
+// installs (test/stack/prometheus.sh).
 func installedPromtool(t testing.TB) string {
 	t.Helper()
-	const promtool = "/usr/bin/promtool"
-	if fi, err := os.Stat(promtool); err != nil || fi.Mode()&0o111 == 0 {
-		t.Fatalf("%s is not installed: run `make deps` (test/stack/prometheus.sh install)", promtool)
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not on PATH: run `make deps` (test/stack/prometheus.sh install): %v", err)
 	}
-	return promtool
+	return p
 }
 
 func shippedBaseline(t testing.TB) *baseline.File {

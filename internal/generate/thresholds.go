@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,26 +77,6 @@ func (t Threshold) targetMatcher() string {
 // Shift is how far the bound moved from the raw value, relative (+0.14 = 14 % looser).
 func (t Threshold) Shift() float64 { return t.Bound/t.Raw - 1 }
 
-// snap returns the nearest bound at most tol below v, else the smallest bound
-// at or above v; ok is false when v is beyond the highest finite bound but one
-// (histogram_quantile never returns more than the highest finite bound, so a
-// threshold there could never be exceeded).
-func snap(v, tol float64, bounds []float64) (float64, bool) {
-	b := append([]float64(nil), bounds...)
-	sort.Float64s(b)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] <= v && b[i] >= v*(1-tol) {
-			return b[i], i < len(b)-1
-		}
-	}
-	for i, x := range b {
-		if x >= v {
-			return x, i < len(b)-1
-		}
-	}
-	return math.Inf(1), false
-}
-
 // nextBound is the smallest classic bound above v (+Inf past the last).
 func nextBound(v float64) float64 {
 	for _, x := range metrics.LatencyBuckets {
@@ -158,6 +138,11 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 			}
 		}
 	}
+	for i, x := range b.Buckets {
+		if !slices.Contains(metrics.LatencyBuckets, x) {
+			errs = append(errs, fmt.Errorf("buckets[%d]: %gs is not a classic bound of this build's histograms, which take the buckets of baselines/james-reference.yaml (compiled in): add it there and rebuild", i, x))
+		}
+	}
 	for _, f := range b.Figures {
 		if f.Use != baseline.UseAlert {
 			continue
@@ -191,11 +176,11 @@ func allThresholds(b *baseline.File) ([]Threshold, error) {
 					// A bound the op's histogram exports in the default, compact
 					// layout when it is the one the whole ladder gives; else the
 					// ladder's, and the rule needs --metrics.histograms=full.
-					bound, ok := snap(raw, b.SnapTolerance, metrics.LatencyBuckets)
-					compact, cok := snap(raw, b.SnapTolerance, metrics.Options{}.Bounds(f.Backend, op, f.Phase))
+					bound, ok := metrics.Snap(raw, b.SnapTolerance, metrics.LatencyBuckets)
+					compact, cok := metrics.Snap(raw, b.SnapTolerance, metrics.Options{}.Bounds(f.Backend, op, f.Phase))
 					needsFull := !cok || compact != bound
 					if !ok {
-						errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to metrics.LatencyBuckets",
+						errs = append(errs, fmt.Errorf("figure %s: %s threshold %gs (%g × %g) has no classic bucket bound below the top one: lower the factor or add a bound to the baseline's buckets",
 							f.ID, sev.name, raw, f.Seconds(), sev.factor))
 						continue
 					}

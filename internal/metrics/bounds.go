@@ -5,9 +5,13 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dbcanary/dbcanary/baselines"
+	"github.com/dbcanary/dbcanary/internal/baseline"
 )
 
 // Histograms selects the classic buckets the op histograms export.
@@ -59,32 +63,68 @@ var BoardBuckets = []float64{0.005, 0.05, 0.5, 5}
 
 // ThresholdBounds are the classic bounds the shipped alert rules select with
 // `le` (alerts/thresholds.md), by "backend/op" or "backend/op/phase": the
-// warning and critical thresholds of baselines/james-reference.yaml, snapped
-// onto LatencyBuckets, including those left out at the default timeout (a
-// config with a longer timeout and policy.op_timeouts turns them on).
-// internal/generate's tests fail if a shipped threshold has no bound here;
-// a baseline of your own may need Full (see docs/sizing.md).
-var ThresholdBounds = map[string][]float64{
-	"cassandra/insert":          {0.023, 0.075},
-	"cassandra/read":            {0.023, 0.075},
-	"cassandra/read_miss":       {0.023, 0.075},
-	"cassandra/update":          {0.023, 0.075},
-	"opensearch/index":          {0.4, 1.2},
-	"opensearch/get":            {0.4, 1.2},
-	"opensearch/bulk":           {12, 35},
-	"opensearch/search_default": {0.03, 0.1},
-	"opensearch/search_term":    {0.075, 0.25},
-	"opensearch/search_phrase":  {0.03, 0.1},
-	"rabbitmq/publish":          {0.4, 1.2},
-	"rabbitmq/consume":          {0.4, 1.2},
-	"s3/get_4KiB/first_byte":    {0.3, 0.85},
-	"s3/get_4KiB/last_byte":     {0.3, 0.85},
-	"s3/get_128KiB/first_byte":  {1, 3},
-	"s3/get_128KiB/last_byte":   {1, 3},
-	"s3/get_1MiB/first_byte":    {0.5, 1.5},
-	"s3/get_1MiB/last_byte":     {0.85, 2.5},
-	"s3/get_8MiB/first_byte":    {0.5, 1.5},
-	"s3/get_8MiB/last_byte":     {6.7, 20},
+// warning and critical thresholds of the shipped baseline file
+// (baselines/james-reference.yaml, compiled in), snapped onto LatencyBuckets
+// as the rule generator snaps them, including those left out at the default
+// timeout (a config with a longer timeout and policy.op_timeouts turns them
+// on). A backend's figures in that file are all it takes; a baseline of your
+// own may need Full (see docs/sizing.md).
+func ThresholdBounds() map[string][]float64 { return thresholdBounds() }
+
+var thresholdBounds = sync.OnceValue(func() map[string][]float64 { return thresholdBoundsOf(shipped) })
+
+// shipped is the shipped baseline file; a broken one fails every test and
+// the daemon's start.
+var shipped = func() *baseline.File {
+	b, err := baseline.Parse(baselines.Reference)
+	if err != nil {
+		panic("metrics: the shipped baseline file: " + err.Error())
+	}
+	return b
+}()
+
+// thresholdBoundsOf snaps every alert figure's warning and critical
+// threshold onto LatencyBuckets, by "backend/op[/phase]".
+func thresholdBoundsOf(b *baseline.File) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, f := range b.Figures {
+		if f.Use != baseline.UseAlert {
+			continue
+		}
+		fac := b.EffectiveFactors(f)
+		for _, op := range f.Ops {
+			key := strings.TrimSuffix(f.Backend+"/"+op+"/"+f.Phase, "/")
+			for _, factor := range []float64{fac.Warning, fac.Critical} {
+				if bound, ok := Snap(f.Seconds()*factor, b.SnapTolerance, LatencyBuckets); ok && !slices.Contains(out[key], bound) {
+					out[key] = append(out[key], bound)
+				}
+			}
+		}
+	}
+	for _, v := range out {
+		sort.Float64s(v)
+	}
+	return out
+}
+
+// Snap returns the nearest bound at most tol below v, else the smallest bound
+// at or above v; ok is false when v is beyond the highest finite bound but one
+// (histogram_quantile never returns more than the highest finite bound, so a
+// threshold there could never be exceeded).
+func Snap(v, tol float64, bounds []float64) (float64, bool) {
+	b := append([]float64(nil), bounds...)
+	sort.Float64s(b)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] <= v && b[i] >= v*(1-tol) {
+			return b[i], i < len(b)-1
+		}
+	}
+	for i, x := range b {
+		if x >= v {
+			return x, i < len(b)-1
+		}
+	}
+	return math.Inf(1), false
 }
 
 // Bounds are the classic bounds of an op's latency histogram (phase "") or
@@ -100,7 +140,7 @@ func (o Options) Bounds(backend, op, phase string) []float64 {
 	if phase != "" {
 		key += "/" + phase
 	}
-	b := append(slices.Clone(BoardBuckets), ThresholdBounds[key]...)
+	b := append(slices.Clone(BoardBuckets), thresholdBounds()[key]...)
 	sort.Float64s(b)
 	b = slices.Compact(b)
 	if top := b[len(b)-1]; !slices.Contains(BoardBuckets, top) {

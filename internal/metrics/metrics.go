@@ -19,37 +19,25 @@ import (
 
 const namespace = "dbcanary"
 
-// LatencyBuckets are the classic bucket bounds, in seconds. Beside a
-// roughly 1-2.5-5 ladder they hold the reference figures of
-// baselines/james-reference.yaml that alerts compare against, so that
-// histogram_quantile is exact at a threshold rather than interpolated across
-// a wide bucket:
-//
-//	0.003   YCSB workloada run read avg 3.363 ms (ApsaraDB, 80 % CPU)
-//	0.008   YCSB p95 7.795 ms
-//	0.023   OpenSearch pmc default/phrase p50 23.13 / 23.03 ms; YCSB p99 23.039 ms
-//	0.03    OpenSearch default p99 29.14 ms, phrase p99 31.21 ms; S3 4 KB TTFB p50 21-31 ms
-//	0.075   OpenSearch term p99 74.79 ms
-//	0.3     S3 4 KB TTFB/TTLB p99 67-293 ms
-//	0.4     Distributed James JMAP p99 400 ms
-//	0.5     S3 1 MB TTFB p99 94-475 ms, 8 MB TTFB p99 275-509 ms
-//	0.85    S3 1 MB TTLB p99 324-839 ms
-//	1       OpenSearch cluster limit (p99 1 s at 25-30 req/s); S3 128 KB p99 1049 ms
-//	1.2     JMAP p99 x 3 (critical)
-//	1.5     S3 1 MB / 8 MB TTFB p99 x 3 (critical)
-//	3       S3 128 KB p99 x 3 (critical)
-//	6.7     S3 8 MB TTLB p99 3744-6686 ms
-//	12      OpenSearch index-append p99 11734.5 ms
-//	20      S3 8 MB TTLB p99 x 3 (critical)
-//	35      OpenSearch index-append p99 x 3 (critical)
+// LatencyBuckets are the classic bucket bounds, in seconds: a roughly
+// 1-2.5-5 ladder and the `buckets:` of the shipped baseline file
+// (baselines/james-reference.yaml, compiled in), the reference figures that
+// alerts compare against, so that histogram_quantile is exact at a
+// threshold rather than interpolated across a wide bucket.
 //
 // The alert generator (internal/generate) snaps every threshold onto one of
 // these bounds and its tests fail if one is missing. Every op histogram has
 // them all with --metrics.histograms=full; the default, Compact, keeps only
 // BoardBuckets and the op's ThresholdBounds (bounds.go).
-var LatencyBuckets = []float64{
-	0.0005, 0.001, 0.0025, 0.003, 0.005, 0.008, 0.01, 0.023, 0.03, 0.05, 0.075,
-	0.1, 0.25, 0.3, 0.4, 0.5, 0.85, 1, 1.2, 1.5, 2.5, 3, 5, 6.7, 7.5, 10, 12, 20, 30, 35, 60,
+var LatencyBuckets = withBuckets([]float64{
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 7.5, 10, 30, 60,
+}, shipped.Buckets)
+
+// withBuckets is the sorted union of a ladder and more bounds.
+func withBuckets(ladder, more []float64) []float64 {
+	b := append(slices.Clone(ladder), more...)
+	slices.Sort(b)
+	return slices.Compact(b)
 }
 
 // Result label values.

@@ -72,9 +72,10 @@ func ycsbAProfile() probes.BenchProfile {
 		Sources:     []string{"ycsb"},
 		TotalRates:  true,
 		Verified:    benchVerified,
+		Params:      []probes.BenchParam{{Name: "records", Help: "records to load (default 1000)", Check: probes.PositiveInt}},
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 8)
-			p.Records = cmp.Or(p.Records, 1000)
+			p.SetDefault("records", "1000")
 			if p.Duration == 0 && p.Ops == 0 {
 				p.Duration = 20 * time.Second
 			}
@@ -85,7 +86,7 @@ func ycsbAProfile() probes.BenchProfile {
 		Configure: func(c probes.Config, p probes.BenchParams) (probes.Config, error) {
 			return withProfile(c, func(cp *Config) {
 				cp.Profile = ProfileYCSBA
-				cp.YCSBA.RecordCount = p.Records
+				cp.YCSBA.RecordCount = p.Int("records")
 				cp.YCSBA.FieldLength = 100
 			})
 		},
@@ -93,7 +94,7 @@ func ycsbAProfile() probes.BenchProfile {
 			return []probes.BenchStage{
 				// YCSB's load phase writes recordcount rows; the canary's
 				// update writes a whole row the first time it takes a record.
-				{Name: "load", Mix: []probes.Weighted{{Op: OpUpdate, Weight: 1}}, Workers: p.Workers, MaxOps: int64(p.Records)},
+				{Name: "load", Mix: []probes.Weighted{{Op: OpUpdate, Weight: 1}}, Workers: p.Workers, MaxOps: int64(p.Int("records"))},
 				{Name: "run", Mix: p.Mix, Workers: p.Workers, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops, Warmup: p.WarmupOr(3 * time.Second)},
 			}
 		},
@@ -101,7 +102,7 @@ func ycsbAProfile() probes.BenchProfile {
 			return []probes.BenchTable{{Layout: probes.LayoutYCSB}, {Layout: probes.LayoutSummary}}
 		},
 		Notes: func(p probes.BenchParams) []string {
-			return []string{fmt.Sprintf("The load stage takes records at random, so of %d update ops some rewrite a record already loaded; reads only ever read records this run wrote.", p.Records)}
+			return []string{fmt.Sprintf("The load stage takes records at random, so of %d update ops some rewrite a record already loaded; reads only ever read records this run wrote.", p.Int("records"))}
 		},
 	}
 }

@@ -3,6 +3,7 @@ package opensearch
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -16,9 +17,15 @@ func pmcProfile() probes.BenchProfile {
 		Reproduces:  "distributed-james-database-benchmarks.txt, Benchmark OpenSearch (opensearch-benchmark --workload=pmc --pipeline=benchmark-only)",
 		Sources:     []string{"james-db"},
 		Verified:    "OpenSearch documents field by field and searches against the exact expected hits",
+		Params: []probes.BenchParam{{Name: "bulk-size", Help: "documents per bulk request of index-append (default 500, at most 1000)", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 1000 {
+				return fmt.Errorf("%q is not a number of documents from 1 to 1000", v)
+			}
+			return nil
+		}}},
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 8)
-			p.BulkSize = cmp.Or(p.BulkSize, 500)
+			p.SetDefault("bulk-size", "500")
 			if p.Duration == 0 && p.Ops == 0 {
 				p.Duration = 15 * time.Second
 			}
@@ -35,7 +42,7 @@ func pmcProfile() probes.BenchProfile {
 				return nil, fmt.Errorf("not an opensearch section: %T", c)
 			}
 			cp := *orig
-			cp.BulkSize = p.BulkSize
+			cp.BulkSize = p.Int("bulk-size")
 			return &cp, nil
 		},
 		Stages: func(p probes.BenchParams) []probes.BenchStage {
@@ -53,13 +60,13 @@ func pmcProfile() probes.BenchProfile {
 		Tables: func(p probes.BenchParams) []probes.BenchTable {
 			return []probes.BenchTable{{Layout: probes.LayoutSummary, UnitOf: func(op string) (string, float64) {
 				if op == OpBulk {
-					return "docs/s", float64(p.BulkSize)
+					return "docs/s", float64(p.Int("bulk-size"))
 				}
 				return "ops/s", 1
 			}}}
 		},
 		Notes: func(p probes.BenchParams) []string {
-			return []string{fmt.Sprintf("index-append sends bulk requests of %d generated documents (body_words of the target's config) with %d clients; pmc's documents are full-text articles, larger than these.", p.BulkSize, p.Workers)}
+			return []string{fmt.Sprintf("index-append sends bulk requests of %d generated documents (body_words of the target's config) with %d clients; pmc's documents are full-text articles, larger than these.", p.Int("bulk-size"), p.Workers)}
 		},
 	}
 }

@@ -3,6 +3,7 @@ package s3
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,18 +18,17 @@ func sizesProfile() probes.BenchProfile {
 		Reproduces:  "distributed-james-database-benchmarks.txt, Benchmark S3 storage (s3-benchmark, 4 KB / 128 KB / 1 MB / 8 MB, 8..16 threads)",
 		Sources:     []string{"james-db"},
 		Verified:    "S3 objects byte for byte",
+		Params: []probes.BenchParam{
+			{Name: "sizes", Help: "object sizes, e.g. 4KiB,1MiB (default 4KiB,128KiB,1MiB,8MiB)", Check: func(v string) error { _, err := parseSizes(v); return err }},
+			{Name: "worker-steps", Help: "worker counts to step through, e.g. 8,12,16 or 8..16 (default 8..16, or --workers)", Check: func(v string) error { _, err := parseSteps(v); return err }},
+		},
 		Defaults: func(p *probes.BenchParams) {
-			if len(p.Sizes) == 0 {
-				p.Sizes = []Size{4 * KiB, 128 * KiB, MiB, 8 * MiB}
+			p.SetDefault("sizes", "4KiB,128KiB,1MiB,8MiB")
+			if p.Workers > 0 {
+				p.SetDefault("worker-steps", strconv.Itoa(p.Workers))
 			}
-			if len(p.WorkerSteps) == 0 {
-				if p.Workers > 0 {
-					p.WorkerSteps = []int{p.Workers}
-				} else {
-					p.WorkerSteps = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
-				}
-			}
-			p.Workers = slices.Max(p.WorkerSteps)
+			p.SetDefault("worker-steps", "8..16")
+			p.Workers = slices.Max(benchSteps(*p))
 			if p.Duration == 0 && p.Ops == 0 {
 				p.Duration = 5 * time.Second
 			}
@@ -45,14 +45,14 @@ func sizesProfile() probes.BenchProfile {
 				return nil, fmt.Errorf("not an s3 section: %T", c)
 			}
 			cp := *orig
-			cp.Sizes = p.Sizes
+			cp.Sizes = benchSizes(p)
 			// One object per worker, so no download waits for another's object.
 			cp.MaxObjectsPerSize = min(max(p.Workers+2, cp.MaxObjectsPerSize), 100)
 			return &cp, nil
 		},
 		Stages: func(p probes.BenchParams) []probes.BenchStage {
 			var st []probes.BenchStage
-			for _, size := range p.Sizes {
+			for _, size := range benchSizes(p) {
 				g := size.String()
 				st = append(st, probes.BenchStage{Name: "upload " + g, Group: g, Setup: true,
 					Mix: []probes.Weighted{{Op: OpName(OpPut, size), Weight: 1}}, Workers: min(p.Workers, 8), MaxOps: int64(p.Workers + 2)})
@@ -63,7 +63,7 @@ func sizesProfile() probes.BenchProfile {
 					mix = append(mix, probes.Weighted{Op: OpName(w.Op, size), Weight: w.Weight})
 					kinds = append(kinds, w.Op)
 				}
-				for _, n := range p.WorkerSteps {
+				for _, n := range benchSteps(p) {
 					st = append(st, probes.BenchStage{Name: fmt.Sprintf("%s %s x%d", strings.Join(kinds, "+"), g, n), Group: g,
 						Mix: mix, Workers: n, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops, Warmup: p.WarmupOr(0)})
 				}
@@ -72,7 +72,7 @@ func sizesProfile() probes.BenchProfile {
 		},
 		Tables: func(p probes.BenchParams) []probes.BenchTable {
 			var out []probes.BenchTable
-			for _, size := range p.Sizes {
+			for _, size := range benchSizes(p) {
 				out = append(out, probes.BenchTable{Layout: probes.LayoutDownloads, ID: "s3-" + size.String(), Group: size.String(),
 					Op: OpName(OpGet, size), SetupOp: OpName(OpPut, size), Phases: [2]string{PhaseFirstByte, PhaseLastByte},
 					Note: "Reference: the documented range over 8..16 threads (OVH Swift S3, b2-30 client); a verdict compares with its upper end, the worst figure measured."})
@@ -83,4 +83,49 @@ func sizesProfile() probes.BenchProfile {
 			return []string{"Throughput is MiB/s of object bodies read (s3-benchmark's MB/s). TTFB and TTLB count from each download's start (closed loop: when its worker took it)."}
 		},
 	}
+}
+
+// benchSizes are the object sizes of the sizes parameter (checked by parseSizes).
+func benchSizes(p probes.BenchParams) []Size {
+	s, _ := parseSizes(p.Values["sizes"])
+	return s
+}
+
+// benchSteps are the worker counts of the worker-steps parameter (checked by parseSteps).
+func benchSteps(p probes.BenchParams) []int {
+	n, _ := parseSteps(p.Values["worker-steps"])
+	return n
+}
+
+// parseSizes reads object sizes: 4KiB,1MiB.
+func parseSizes(v string) ([]Size, error) {
+	var out []Size
+	for _, s := range strings.Split(v, ",") {
+		z, err := probes.ParseSize(s)
+		if err != nil || z <= 0 || slices.Contains(out, z) {
+			return nil, fmt.Errorf("%q is not an object size (4KiB, 1MiB) listed once", s)
+		}
+		out = append(out, z)
+	}
+	return out, nil
+}
+
+// parseSteps reads worker counts and ranges: 8,12,16 or 8..16 (1 to 256).
+func parseSteps(v string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(v, ",") {
+		lo, hi, isRange := strings.Cut(part, "..")
+		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err1 != nil || err2 != nil || a < 1 || b < a || b > 256 {
+			return nil, fmt.Errorf("%q: want counts or ranges like 8,12,16 or 8..16 (1 to 256)", part)
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

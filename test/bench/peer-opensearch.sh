@@ -89,16 +89,16 @@ targets:
     opensearch: {addresses: ["$DBCANARY_TEST_OPENSEARCH_URL"], replicas: 0}
 CONF
 BULKS=$((DOCS / 500))
-log "dbcanary bench --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
+log "dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
   --json "$OUT/dbcanary-bulk.json" > "$OUT/dbcanary-bulk.txt" 2> "$OUT/dbcanary-bulk.err" \
   || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk.err")"
-log "dbcanary bench --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
+log "dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
   --json "$OUT/dbcanary-closed.json" --html "$OUT/dbcanary-closed.html" > "$OUT/dbcanary-closed.txt" 2> "$OUT/dbcanary-closed.err" \
   || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-closed.err")"
 log "dbcanary bench --profile opensearch-pmc --workers 8 --rate 20 --duration ${SECS}s"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --bulk-size 500 --workers 8 --rate 20 --duration "${SECS}s" --warmup 2s \
+"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 20 --duration "${SECS}s" --warmup 2s \
   --json "$OUT/dbcanary-20rps.json" --html "$OUT/dbcanary-20rps.html" > "$OUT/dbcanary-20rps.txt" 2> "$OUT/dbcanary-20rps.err" \
   || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-20rps.err")"
 st() { jsonq "$1" "[o for s in r['stages'] if s['name']=='$2' for o in s['ops']][0]$3"; }

@@ -56,8 +56,8 @@ print(len(lat), round(q(lat, 50)), round(q(lat, 99)), round(q(ttfb, 50)))
 ' "$OP")
 w_rate=$(sed -n 's/.*Average: [0-9.]* [KMG]*i*B\/s, \([0-9.]*\) obj\/s.*/\1/p' "$OUT/warp-$OP.txt" | head -1)
 
-log "dbcanary bench --profile s3-sizes --s3-sizes $SIZE --s3-workers $CONC --mix $OP=1 --duration ${SECS}s ${dbc_extra[*]}"
-"$DBC" bench --config.file "$cfg" --profile s3-sizes --s3-sizes "$SIZE" --s3-workers "$CONC" --mix "$OP=1" --duration "${SECS}s" "${dbc_extra[@]}" \
+log "dbcanary bench --profile s3-sizes --param sizes=$SIZE --param worker-steps=$CONC --mix $OP=1 --duration ${SECS}s ${dbc_extra[*]}"
+"$DBC" bench --config.file "$cfg" --profile s3-sizes --param sizes="$SIZE" --param worker-steps="$CONC" --mix "$OP=1" --duration "${SECS}s" "${dbc_extra[@]}" \
   --json "$OUT/dbcanary-$OP.json" --html "$OUT/dbcanary-$OP.html" > "$OUT/dbcanary-$OP.txt" 2> "$OUT/dbcanary-$OP.err" \
   || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$OP.err")"
 J=$OUT/dbcanary-$OP.json
