@@ -220,10 +220,11 @@ stack-down:
 	@if [ -d $(PAGES_STACK_DIR) ]; then for s in $(PAGES_SERVERS); do $(PAGES_ENV) bash $(STACK)/$$s.sh stop || true; done; fi
 
 .PHONY: generate
-## generate: alert rules, promtool tests and Grafana boards from the baseline file (then commit them)
+## generate: alert rules, promtool tests and Grafana boards from the baseline file, and docs/cli.md from the commands' definitions (then commit them)
 generate:
 	$(GO) run ./cmd/dbcanary generate rules --baseline baselines/james-reference.yaml
 	$(GO) run ./cmd/dbcanary generate dashboards --baseline baselines/james-reference.yaml
+	$(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/dbcanary -update
 	@$(MAKE) --no-print-directory chart-rules chart-boards
 
 CHART := deploy/helm/dbcanary

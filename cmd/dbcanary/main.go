@@ -28,7 +28,7 @@ type globalFlags struct {
 	logFormat  string
 }
 
-// The process exit codes (docs/cli.md "Exit codes"): a script tells a broken
+// The process exit codes (the root command's help and docs/cli.md): a script tells a broken
 // invocation or config from a store that failed its ops.
 const (
 	exitFailed  = 1 // once, bench or calibrate ran and ops failed (or the run was cut short)
@@ -109,7 +109,16 @@ func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalFlags) {
 		Short: "Continuous verified canaries for " + probes.Stores() + ", exported to Prometheus",
 		Long: `dbcanary runs low-rate synthetic workloads against data stores on an open-loop
 schedule, verifies that what it wrote reads back intact, and exports latency
-histograms, failure causes and availability as Prometheus metrics.`,
+histograms, failure causes and availability as Prometheus metrics.
+
+Exit codes, for scripts and init systems:
+  0  success
+  1  ops failed (once, bench) or a calibrate run was cut short
+  2  usage: unknown command or flag, a bad flag value, wrong arguments
+  3  the config or baseline file is unreadable or invalid
+  4  runtime: the daemon could not run (a listen address in use, an
+     unwritable state_dir, the web server failing)
+The error that ends the process is printed in --log.format.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
