@@ -228,6 +228,10 @@ type roll struct {
 // release is rolled and every target has been probed since.
 func watchRoll(t *testing.T, ns, sel string, targets []string, args ...string) roll {
 	t.Helper()
+	before := map[string]bool{}
+	for _, p := range pods(t, ns, sel) {
+		before[p.UID] = true
+	}
 	done := make(chan error, 1)
 	go func() {
 		cmd := kubeEnvCmd(helmBin, args...)
@@ -293,6 +297,12 @@ func watchRoll(t *testing.T, ns, sel string, targets []string, args ...string) r
 	for _, tg := range targets {
 		r.maxGap = max(r.maxGap, time.Since(lastProbe[tg]))
 	}
+	// The roll replaced every pod (the config checksum changed).
+	for _, p := range waitReady(t, ns, sel, len(before), reshardBound) {
+		if before[p.UID] {
+			t.Errorf("helm %s: pod %s was not replaced", args[0], p.Name)
+		}
+	}
 	if r.maxGap > reshardBound {
 		t.Errorf("helm %s: a target went %s without a finished op, bound %s", args[0], r.maxGap, reshardBound)
 	}
@@ -323,8 +333,16 @@ func TestKustomizeBase(t *testing.T) {
 	ns := namespace(t, "dbc-kustomize")
 	deploy := filepath.Join(stack.RepoRoot(), "deploy", "kubernetes")
 	dir := t.TempDir()
+	// kustomize takes no absolute paths: relative ones from the temporary directory.
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n",
-		filepath.Join(deploy, "base"), filepath.Join(deploy, "components", "servicemonitor"))
+		rel(filepath.Join(deploy, "base")), rel(filepath.Join(deploy, "components", "servicemonitor")))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
