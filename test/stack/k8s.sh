@@ -360,7 +360,7 @@ stop() {
   local netns=""
   if [ -S "$SOCK" ] && pid_alive "$DIR/pids/containerd.pid"; then
     for c in $(ctr -a "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
-      netns="$netns $(ctr -a "$SOCK" -n k8s.io containers info "$c" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' | head -1)"
+      netns="$netns $(ctr -a "$SOCK" -n k8s.io containers info "$c" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' | head -1 || true)"
     done
     for c in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do ctr -a "$SOCK" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
     for c in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do ctr -a "$SOCK" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true; done
@@ -368,8 +368,8 @@ stop() {
   fi
   for c in containerd apiserver etcd; do stop_pid "$DIR/pids/$c.pid" "$c" 30; done
   # 3. Mounts under $DIR, the pods' namespaces, kube-proxy's tables, the guard, the bridge.
-  mount | awk '{print $3}' | grep "^$DIR/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  for c in $netns; do [ -e "$c" ] && ip netns del "$(basename "$c")" 2>/dev/null; done
+  { mount | awk '{print $3}' | grep "^$DIR/" || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  for c in $netns; do [ -e "$c" ] && { ip netns del "$(basename "$c")" 2>/dev/null || true; }; done
   for c in ip ip6; do nft delete table "$c" kube-proxy 2>/dev/null || true; done
   nft delete table inet "$GUARD" 2>/dev/null || true
   ip route del "$SERVICE_CIDR" dev "$BRIDGE" 2>/dev/null || true
@@ -378,7 +378,7 @@ stop() {
   if [ -s "$DIR/outside-paths" ]; then
     while read -r c; do
       # /run/containerd/s may keep its shims' sockets until they exit: lazily.
-      [ -e "$c" ] && rm -rf "$c" 2>/dev/null
+      [ -e "$c" ] && { rm -rf "$c" 2>/dev/null || log "k8s: could not remove $c"; }
     done < "$DIR/outside-paths"
     rm -f "$DIR/outside-paths"
   fi
