@@ -246,10 +246,12 @@ func watchRoll(t *testing.T, ns, sel string, targets []string, args ...string) r
 	}
 	var r roll
 	var finished time.Time
+	var helmDone *time.Time
 	for {
 		now := time.Now()
 		by := map[string][]string{}
-		for _, p := range pods(t, ns, sel) {
+		current := pods(t, ns, sel)
+		for _, p := range current {
 			if p.IP == "" {
 				continue
 			}
@@ -272,13 +274,23 @@ func watchRoll(t *testing.T, ns, sel string, targets []string, args ...string) r
 			r.maxGap = max(r.maxGap, now.Sub(lastProbe[tg]))
 			lastProbe[tg] = now
 		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("helm %s: %v", args[0], err)
+		if helmDone == nil {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("helm %s: %v", args[0], err)
+				}
+				helmDone = &now
+			default:
 			}
+		}
+		// Rolled: helm returned and every pod is a new one, Ready (helm's
+		// --wait may return before the StatefulSet controller has begun).
+		if helmDone != nil && finished.IsZero() && rolled(current, before) {
 			finished = now
-		default:
+		}
+		if helmDone != nil && finished.IsZero() && now.Sub(*helmDone) > reshardBound {
+			t.Fatalf("helm %s: the pods not all replaced and Ready %s after helm returned", args[0], reshardBound)
 		}
 		if !finished.IsZero() {
 			all := true
@@ -311,6 +323,19 @@ func watchRoll(t *testing.T, ns, sel string, targets []string, args ...string) r
 	}
 	t.Logf("helm %s: rolled in %s, longest gap %s", args[0], finished.Sub(start).Round(100*time.Millisecond), r.maxGap.Round(100*time.Millisecond))
 	return r
+}
+
+// rolled: as many pods as before, none of them from before, all Ready.
+func rolled(ps []pod, before map[string]bool) bool {
+	if len(ps) != len(before) {
+		return false
+	}
+	for _, p := range ps {
+		if before[p.UID] || !p.Ready || p.Terminating {
+			return false
+		}
+	}
+	return true
 }
 
 // imageRE matches the image lines of the examples (ghcr.io/dbcanary/dbcanary:<tag>, the placeholder app).
