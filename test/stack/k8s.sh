@@ -252,6 +252,9 @@ network() {
   # Host packets to a ClusterIP are routed onto the bridge (kube-proxy's DNAT
   # then rewrites them); one without a Service rule goes nowhere else.
   ip route replace "$SERVICE_CIDR" dev "$BRIDGE"
+  # stop removes the network only where this file says this stack dir made it:
+  # a stop of another stack dir (make stack-down, a test's own) leaves it alone.
+  echo "$BRIDGE" > "$DIR/network"
   nft -f - <<EOF
 table inet $GUARD
 delete table inet $GUARD
@@ -370,10 +373,13 @@ stop() {
   # 3. Mounts under $DIR, the pods' namespaces, kube-proxy's tables, the guard, the bridge.
   { mount | awk '{print $3}' | grep "^$DIR/" || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   for c in $netns; do [ -e "$c" ] && { ip netns del "$(basename "$c")" 2>/dev/null || true; }; done
-  for c in ip ip6; do nft delete table "$c" kube-proxy 2>/dev/null || true; done
-  nft delete table inet "$GUARD" 2>/dev/null || true
-  ip route del "$SERVICE_CIDR" dev "$BRIDGE" 2>/dev/null || true
-  ip link del "$BRIDGE" 2>/dev/null || true
+  if [ "$(cat "$DIR/network" 2>/dev/null)" = "$BRIDGE" ]; then
+    for c in ip ip6; do nft delete table "$c" kube-proxy 2>/dev/null || true; done
+    nft delete table inet "$GUARD" 2>/dev/null || true
+    ip route del "$SERVICE_CIDR" dev "$BRIDGE" 2>/dev/null || true
+    ip link del "$BRIDGE" 2>/dev/null || true
+    rm -f "$DIR/network"
+  fi
   # 4. The paths outside $DIR that this cluster created (listed at start).
   if [ -s "$DIR/outside-paths" ]; then
     while read -r c; do
