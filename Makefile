@@ -78,9 +78,9 @@ image: build
 ## deps: install (and cache) every server and tool the tests use
 deps: $(STATICCHECK)
 	$(GO) mod download
-	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold) and seaweedfs.sh (~12 min cold) serve make test-compat only: built there, on first use.
-	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
+	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh|*/k8s.sh) continue;; esac; bash $$s install || exit 1; done
+	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use.
+	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration
@@ -127,8 +127,12 @@ test-pages: pages-stack
 	$(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) $(GO) test -tags integration -run '^TestPageQuality$$' -count=1 -v -timeout 40m ./test/pages/
 
 ## test-compat: what make test does not run (docs/compatibility.md): the shipped rules, the end-to-end alert test and the page-quality suite on Prometheus 3.x (make test runs Debian's 2.42) and the store rows of test/compat; not in make test
-.PHONY: test-compat test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
-test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters
+.PHONY: test-compat test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters test-k8s
+test-compat: test-compat-prometheus3 test-compat-e2e-prometheus3 test-compat-pages-prometheus3 test-compat-stores test-compat-clusters test-k8s
+
+## test-k8s: dbcanary as pods on a real single-node Kubernetes built from the registries (test/stack/k8s.sh, ~6 min cold): the chart's modes with helm install/upgrade/rollback, the kustomize base, the sidecar example, sharding and the ledger (test/k8s, docs/evidence/kubernetes.md), not in make test
+test-k8s:
+	DBCANARY_K8S=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/k8s/
 
 ## test-compat-clusters: node faults on real 3-node clusters (test/clusters, docs/clusters.md: test/stack/cassandra-cluster.sh, kill -9, toxiproxy, the generated rules on a real Prometheus), not in make test
 CLUSTERS_TABLE ?= $(DBCANARY_STACK_DIR)/artefacts/page-quality-clusters.md
