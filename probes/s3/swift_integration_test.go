@@ -164,7 +164,8 @@ func TestSwift(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) {
 		b := st.bucket(t, "dbcanary-it-swift-lifecycle")
 		var logs syncBuffer
-		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		// The engine hands every probe a logger that already carries target and backend.
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("target", "swift-lc", "backend", "s3")
 		c := st.config(t, b)
 		if errs := c.Validate(); len(errs) != 0 {
 			t.Fatal(errs)
