@@ -30,8 +30,8 @@ func TestChartHelmTest(t *testing.T) {
 	}
 	objs := decodeStrict(t, out)
 	hook := get[corev1.Pod](t, objs, "Pod/payments-canary-dbcanary-test")
-	if hook.Annotations["helm.sh/hook"] != "test" || hook.Annotations["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
-		t.Errorf("annotations %v, want a test hook replaced at the next run and deleted on success", hook.Annotations)
+	if hook.Annotations["helm.sh/hook"] != "test" || hook.Annotations["helm.sh/hook-delete-policy"] != "before-hook-creation" {
+		t.Errorf("annotations %v, want a test hook kept for its log (helm test --logs) and replaced at the next run", hook.Annotations)
 	}
 	spec := hook.Spec
 	if spec.RestartPolicy != corev1.RestartPolicyNever || spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken ||
