@@ -217,7 +217,7 @@ func sidecarThroughOperator(t *testing.T, prom string) time.Duration {
 	kubectl(t, kustomized(t, filepath.Join(stack.RepoRoot(), "deploy", "kubernetes", "sidecar")), "-n", ns, "apply", "-f", "-")
 	ps := waitReady(t, ns, "app.kubernetes.io/name=orders", 2, 3*time.Minute)
 	// Exactly one up series per pod: scraped once, by the PodMonitor alone.
-	up := waitQuery(t, prom, `up{job="dbcanary",namespace="`+ns+`"} == 1`, 2, 4*time.Minute)
+	up := waitQuery(t, prom, `up{job="dbcanary",namespace="`+ns+`"} == 1`, 2, 8*time.Minute)
 	took := time.Since(t0)
 	byPod := map[string]map[string]string{}
 	for _, s := range up {
