@@ -141,7 +141,7 @@ test-compat-clusters:
 	@set -o pipefail; DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) CLUSTERS_TABLE_OUT=$(CLUSTERS_TABLE) $(GO) test -tags integration -count=1 -v -timeout 60m ./test/clusters/; rc=$$?; \
 	echo "== page-quality rows of the node faults ($(CLUSTERS_TABLE))"; cat $(CLUSTERS_TABLE); exit $$rc
 
-## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
+## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s, Cassandra 4.1.10 on Java 17; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
 test-compat-stores:
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestExpiredServerCertificates$$' ./test/tls/
