@@ -14,9 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
-
 	"testing"
+	"time"
 
 	"github.com/dbcanary/dbcanary/test/stack"
 )
@@ -40,7 +41,7 @@ var backends = []string{"cassandra", "rabbitmq", "minio", "opensearch"}
 func TestMain(m *testing.M) {
 	bin, removeNew := stack.MustBuild("dbcanary-upgrade-new-")
 	newBinary = bin
-	old, removeOld, err := buildRelease(previousRelease)
+	old, err := releaseBinary(previousRelease)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test/upgrade:", err)
 		removeNew()
@@ -50,42 +51,51 @@ func TestMain(m *testing.M) {
 	for _, b := range backends {
 		envs[b] = stack.Must(b)
 	}
-	stack.Exit(m.Run(), removeNew, removeOld)
+	stack.Exit(m.Run(), removeNew)
 }
 
-// buildRelease builds cmd/dbcanary as of commit (git archive of the commit,
-// then go build in that tree, CGO_ENABLED=0 as make build) into a temporary
-// directory. A commit missing from this clone's history leaves the binary
-// empty and says why in skipped; any other failure is an error.
-func buildRelease(commit string) (binary string, remove func(), err error) {
+// releaseBinary returns cmd/dbcanary as of commit, built once per machine and
+// Go version and cached in the stack's bin directory as the servers are
+// (the first build ~1 minute: the project's packages as of then; the modules
+// come from the build cache). A commit missing from this clone's history
+// returns "" and says why in skipped; any other failure is an error.
+func releaseBinary(commit string) (string, error) {
 	root := stack.RepoRoot()
 	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
 		skipped = fmt.Sprintf("commit %s (the previous release) is not in this clone's history (a shallow clone? `git fetch --unshallow`): %v %s",
 			commit[:7], err, strings.TrimSpace(string(out)))
-		return "", func() {}, nil
+		return "", nil
 	}
-	dir, err := os.MkdirTemp("", "dbcanary-upgrade-old-")
+	bin := filepath.Join(stack.DataDir(), "bin")
+	cached := filepath.Join(bin, "dbcanary-"+commit[:12]+"-"+runtime.Version())
+	if fi, err := os.Stat(cached); err == nil && fi.Mode()&0o111 != 0 {
+		return cached, nil
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", err
+	}
+	src, err := os.MkdirTemp("", "dbcanary-upgrade-src-")
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	remove = func() { _ = os.RemoveAll(dir) }
-	src := filepath.Join(dir, "src")
-	if err := os.Mkdir(src, 0o755); err != nil {
-		remove()
-		return "", nil, err
-	}
+	defer os.RemoveAll(src)
+	t0 := time.Now()
+	// git archive: the commit's tree as it was, without touching this clone (no worktree to remove).
 	archive := exec.Command("bash", "-c", `set -o pipefail; git -C "$1" archive "$2" | tar -x -C "$3"`, "bash", root, commit, src)
 	if out, err := archive.CombinedOutput(); err != nil {
-		remove()
-		return "", nil, fmt.Errorf("git archive %s: %v\n%s", commit[:7], err, out)
+		return "", fmt.Errorf("git archive %s: %v\n%s", commit[:7], err, out)
 	}
-	binary = filepath.Join(dir, "dbcanary")
-	build := exec.Command("go", "build", "-trimpath", "-o", binary, "./cmd/dbcanary")
+	tmp := fmt.Sprintf("%s.tmp%d", cached, os.Getpid())
+	build := exec.Command("go", "build", "-o", tmp, "./cmd/dbcanary")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		remove()
-		return "", nil, fmt.Errorf("go build ./cmd/dbcanary at %s: %v\n%s", commit[:7], err, out)
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("go build ./cmd/dbcanary at %s: %v\n%s", commit[:7], err, out)
 	}
-	return binary, remove, nil
+	if err := os.Rename(tmp, cached); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "test/upgrade: built %s in %s\n", cached, time.Since(t0).Round(100*time.Millisecond))
+	return cached, nil
 }

@@ -125,7 +125,13 @@ func upgrade(t *testing.T, name, instance string, sig syscall.Signal) {
 	resolved := readBack(t, d, state, before)
 	loaded := checkLog(t, d, state, before)
 	checkedAtLastAge(t, scrape(t, d), before)
-	stack.Figure(t, "upgrade %s -> this tree, %s: %d ledger files read (%s), %d entries of the previous release read back intact by the new binary (%d already checked at 10s kept their age), 0 missing, 0 corrupted, %d temporary files left; down %s",
+	if _, left := stateFiles(t, state); len(left) > 0 {
+		t.Errorf("temporary files in the state directory after the new binary's start: %v (the previous release left %v)", left, temporary)
+	}
+	if t.Failed() {
+		return
+	}
+	stack.Figure(t, "upgrade %s -> this tree, %s: %d ledger files read (%s), %d entries of the previous release read back intact by the new binary (%d already checked at 10s kept their age), 0 missing, 0 corrupted, %d temporary files of a save cut short removed; down %s",
 		previousRelease[:7], name, len(before), loaded, resolved.total, resolved.carried, len(temporary), down.Round(100*time.Millisecond))
 }
 
