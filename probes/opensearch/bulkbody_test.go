@@ -25,11 +25,12 @@ func TestVocabularyIsPlainJSON(t *testing.T) {
 }
 
 // The bulkWriter writes, byte for byte, the bulk body opDoc and appendJSON
-// write for the same seeds, and remembers the same Documents.
+// write for the same seeds, and remembers the same Documents (1 body word:
+// the phrase before the first word).
 func TestBulkWriterSameDocuments(t *testing.T) {
 	now := time.Date(2025, 3, 4, 5, 6, 7, 8e6, time.UTC)
 	alias := mustJSON(writeAlias("dbcanary-os-2025.03.04"))
-	for _, c := range []struct{ n, keep, words int }{{1, 1, 200}, {7, 3, 10}, {500, 64, 200}, {40, 40, 1000}, {3, 0, 11}} {
+	for _, c := range []struct{ n, keep, words int }{{1, 1, 200}, {7, 3, 10}, {500, 64, 200}, {40, 40, 1000}, {3, 0, 11}, {5, 5, 1}, {9, 2, 2}} {
 		const instance, run = "pod-7f9c-x_1.a", "k3j9x0"
 		prefix := instance + "-" + run + "-"
 		w := newBulkWriter(alias, instance, prefix, now.Format(dateLayout), c.words)
