@@ -16,6 +16,8 @@ import (
 type Report struct {
 	Profile     string    `json:"profile"`
 	Description string    `json:"description"`
+	// Reproduces names the reference run and the document it comes from.
+	Reproduces string `json:"reproduces,omitempty"`
 	Target      string    `json:"target"`
 	Backend     string    `json:"backend"`
 	Namespace   string    `json:"namespace,omitempty"`
@@ -32,6 +34,9 @@ type Report struct {
 	Notes    []string      `json:"notes,omitempty"`
 	// Failed counts failed ops over every measured stage.
 	Failed uint64 `json:"failed"`
+	// PeakRSSBytes is dbcanary's peak resident set size over the whole run
+	// (getrusage ru_maxrss; 0 where the system does not say).
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Param is one setting of the run.
@@ -140,6 +145,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	fmt.Fprintf(&b, "%s\n%s\n", strings.Join(ps, " "), r.Verified)
+	if r.Reproduces != "" {
+		fmt.Fprintf(&b, "Reproduces: %s\n", r.Reproduces)
+	}
+	if r.PeakRSSBytes > 0 {
+		fmt.Fprintf(&b, "Peak RSS of dbcanary: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	}
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		t.writeText(&b)

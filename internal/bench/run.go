@@ -75,7 +75,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
+	r := &Report{Profile: prof.Name, Description: prof.Description, Reproduces: prof.Reproduces, Target: t.Name, Backend: t.Backend, Instance: instance,
 		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
 		Verified: prof.verified(), Notes: prof.notes(p)}
 	defer func() {
@@ -109,6 +109,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Finished = time.Now()
+	r.PeakRSSBytes = peakRSS()
 	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
 	r.Tables = tables(r, rf, prof.Tables(p))
 	if runErr != nil {
