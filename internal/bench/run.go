@@ -109,6 +109,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Finished = time.Now()
+	r.Notes = append(r.Notes, load.BenchNotes()...)
 	r.PeakRSSBytes = peakRSS()
 	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
 	r.Tables = tables(r, rf, prof.Tables(p))
