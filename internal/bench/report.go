@@ -14,19 +14,19 @@ import (
 // Report is a bench run: what ran, every stage's figures, and the tables
 // the reference documents print, each figure beside its reference.
 type Report struct {
-	Profile     string    `json:"profile"`
-	Description string    `json:"description"`
+	Profile     string `json:"profile"`
+	Description string `json:"description"`
 	// Reproduces names the reference run and the document it comes from.
-	Reproduces string `json:"reproduces,omitempty"`
-	Target      string    `json:"target"`
-	Backend     string    `json:"backend"`
-	Namespace   string    `json:"namespace,omitempty"`
-	Instance    string    `json:"instance"`
-	Version     string    `json:"version"`
-	Host        string    `json:"host"`
-	Started     time.Time `json:"started"`
-	Finished    time.Time `json:"finished"`
-	Params      []Param   `json:"params"`
+	Reproduces string    `json:"reproduces,omitempty"`
+	Target     string    `json:"target"`
+	Backend    string    `json:"backend"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Instance   string    `json:"instance"`
+	Version    string    `json:"version"`
+	Host       string    `json:"host"`
+	Started    time.Time `json:"started"`
+	Finished   time.Time `json:"finished"`
+	Params     []Param   `json:"params"`
 	// Verified says what every read was checked against.
 	Verified string        `json:"verified"`
 	Stages   []StageReport `json:"stages"`

@@ -100,7 +100,9 @@ func readWriteProfile() probes.BenchProfile {
 				{Name: "mixed", Mix: p.Mix, Workers: p.Workers, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops, Warmup: p.WarmupOr(3 * time.Second)},
 			}
 		},
-		Tables: func(probes.BenchParams) []probes.BenchTable { return []probes.BenchTable{{Layout: probes.LayoutSummary}} },
+		Tables: func(probes.BenchParams) []probes.BenchTable {
+			return []probes.BenchTable{{Layout: probes.LayoutSummary}}
+		},
 		Notes: func(p probes.BenchParams) []string {
 			return []string{fmt.Sprintf("%d rows loaded (Rama: 250M, so its reads came from disk; ours mostly from memory). Reads pick ids in [0, %d): even ones were loaded, odd ones never are.", p.Int("rows"), 2*p.Int("rows")),
 				"Rama's published figures (charts only): Cassandra with commitlog_sync periodic a little below Cassandra with batch (batch/periodic a little above 1), Rama more than 2.5x either."}
@@ -132,7 +134,9 @@ func recycleProfile() probes.BenchProfile {
 				{Name: "recycle", Mix: []probes.Weighted{{Op: OpRead, Weight: 1}}, Workers: p.Workers, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops, Warmup: p.WarmupOr(2 * time.Second)},
 			}
 		},
-		Tables: func(probes.BenchParams) []probes.BenchTable { return []probes.BenchTable{{Layout: probes.LayoutSummary}} },
+		Tables: func(probes.BenchParams) []probes.BenchTable {
+			return []probes.BenchTable{{Layout: probes.LayoutSummary}}
+		},
 		Notes: func(p probes.BenchParams) []string {
 			return []string{fmt.Sprintf("The prepare stage writes %d rows once; the recycle stage reads them in order, round the set. The reference shows its figures only as a graph, measured with Mongoose's dummy driver (no storage): there is no figure to compare with.", p.Int("items"))}
 		},
