@@ -14,19 +14,17 @@ import (
 // Report is a bench run: what ran, every stage's figures, and the tables
 // the reference documents print, each figure beside its reference.
 type Report struct {
-	Profile     string `json:"profile"`
-	Description string `json:"description"`
-	// Reproduces names the reference run and the document it comes from.
-	Reproduces string    `json:"reproduces,omitempty"`
-	Target     string    `json:"target"`
-	Backend    string    `json:"backend"`
-	Namespace  string    `json:"namespace,omitempty"`
-	Instance   string    `json:"instance"`
-	Version    string    `json:"version"`
-	Host       string    `json:"host"`
-	Started    time.Time `json:"started"`
-	Finished   time.Time `json:"finished"`
-	Params     []Param   `json:"params"`
+	Profile     string    `json:"profile"`
+	Description string    `json:"description"`
+	Target      string    `json:"target"`
+	Backend     string    `json:"backend"`
+	Namespace   string    `json:"namespace,omitempty"`
+	Instance    string    `json:"instance"`
+	Version     string    `json:"version"`
+	Host        string    `json:"host"`
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	Params      []Param   `json:"params"`
 	// Verified says what every read was checked against.
 	Verified string        `json:"verified"`
 	Stages   []StageReport `json:"stages"`
@@ -34,6 +32,8 @@ type Report struct {
 	Notes    []string      `json:"notes,omitempty"`
 	// Failed counts failed ops over every measured stage.
 	Failed uint64 `json:"failed"`
+	// Reproduces names the reference run and the document it comes from.
+	Reproduces string `json:"reproduces,omitempty"`
 	// PeakRSSBytes is dbcanary's peak resident set size over the whole run
 	// (getrusage ru_maxrss; 0 where the system does not say).
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
