@@ -66,7 +66,7 @@ func maxWriteProfile() probes.BenchProfile {
 		},
 		Notes: func(p probes.BenchParams) []string {
 			return []string{fmt.Sprintf("%d workers each keep one batch of %d rows in flight (%d writes). Nothing is read back: the durability ledger shows what an acknowledged write is worth under each commitlog_sync.", p.Workers, p.Int("batch"), p.Workers*p.Int("batch")),
-				"Rama's published figures (one m6gd.large node, charts only): Rama 2.5x Cassandra with commitlog_sync batch, and only a little below Cassandra with periodic, so Cassandra batch/periodic is about 0.4. Run this profile against a node of each mode for ours (test/bench/peer-cassandra.sh commitlog)."}
+				"Rama's published figures (one m6gd.large node, charts only): Rama 2.5x Cassandra with commitlog_sync batch, and only a little below Cassandra with periodic, so Cassandra batch/periodic is about 0.4. test/bench/rama-cassandra.sh runs this profile against a node of each mode and prints our ratio."}
 		},
 	}
 }

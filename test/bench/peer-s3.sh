@@ -6,12 +6,17 @@
 #   test/bench/peer-s3.sh get [SIZE] [CONCURRENCY]   GET, default 4KiB objects, 8 concurrent, 20 s
 #   test/bench/peer-s3.sh put [SIZE] [CONCURRENCY]   PUT, same defaults
 #   test/bench/peer-s3.sh floor                      GET 4KiB at 10 req/s, 1 concurrent, 30 s
+#   test/bench/peer-s3.sh bandwidth [SIZE] [CONC]    Mongoose's bandwidth shape: PUT then GET of 100MiB
+#                                                    objects, 100 concurrent, 30 s each (s3-bandwidth)
 #
 # Env: SECS (run length), PEERS (tool cache), BENCH_OUT (where outputs go).
 # warp reads its latency from each request's start; dbcanary GETs also
 # compare every byte read with what was written (warp does not look).
+# bandwidth moves gigabytes: run it against a MinIO of your own
+# (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x), not a shared one.
 source "$(dirname "$0")/peers-lib.sh"
 OP=${1:-get}; SIZE=${2:-4KiB}; CONC=${3:-8}
+[ "$OP" = bandwidth ] && { SIZE=${2:-100MiB}; CONC=${3:-100}; }
 install_warp
 stack_env minio
 AK=$(cat "$DBCANARY_TEST_S3_ACCESS_KEY_FILE"); SK=$(cat "$DBCANARY_TEST_S3_SECRET_KEY_FILE")
@@ -24,7 +29,45 @@ targets:
     backend: s3
     s3: {endpoint: "http://$DBCANARY_TEST_S3_ENDPOINT", region: "$DBCANARY_TEST_S3_REGION", access_key_id_file: "$DBCANARY_TEST_S3_ACCESS_KEY_FILE", secret_access_key_file: "$DBCANARY_TEST_S3_SECRET_KEY_FILE"}
 CONF
+
+# warp_run OP ARGS...: warp OP on the shape (its peak RSS in $OUT/warp-OP.rss, KiB).
+warp_run() {
+  local op=$1; shift
+  log "warp $op --obj.size $SIZE --concurrent $CONC --duration ${SECS}s $*"
+  timeout $((SECS + 900)) /usr/bin/time -o "$OUT/warp-$op.rss" -f %M "$WARP" "$op" --host "$DBCANARY_TEST_S3_ENDPOINT" --access-key "$AK" --secret-key "$SK" \
+    --bucket warp-peers --obj.size "$SIZE" --concurrent "$CONC" --duration "${SECS}s" --no-color --analyze.v \
+    --benchdata "$OUT/warp-$op" "$@" 2>&1 | sed -u 's/\r/\n/g; s/\x1b\[[0-9;]*[A-Za-z]//g' > "$OUT/warp-$op.txt" \
+    || die "warp failed: $(tail -5 "$OUT/warp-$op.txt")"
+}
+
+# warp_mibs OP: warp's average throughput of OP in MiB/s.
+warp_mibs() {
+  sed -n 's/.*Average: \([0-9.]*\) \([KMG]*i*B\)\/s.*/\1 \2/p' "$OUT/warp-$1.txt" | head -1 |
+    awk '{ m = ($2 == "GiB") ? 1024 : ($2 == "KiB") ? 1 / 1024 : ($2 == "B") ? 1 / 1048576 : 1; print $1 * m }'
+}
+
+# bandwidth: warp put and get, then dbcanary's s3-bandwidth (create, then
+# read with every byte compared), same size, concurrency and length.
+bandwidth() {
+  warp_run put
+  warp_run get --objects "$CONC"
+  log "dbcanary bench --profile s3-bandwidth --param size=$SIZE --param concurrency=$CONC --duration ${SECS}s"
+  /usr/bin/time -o "$OUT/dbcanary.rss" -f %M "$DBC" bench --config.file "$cfg" --profile s3-bandwidth --param size="$SIZE" --param concurrency="$CONC" \
+    --duration "${SECS}s" --json "$OUT/dbcanary-bandwidth.json" > "$OUT/dbcanary-bandwidth.txt" 2> "$OUT/dbcanary-bandwidth.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bandwidth.err")"
+  local J=$OUT/dbcanary-bandwidth.json
+  st() { jsonq "$J" "[o for s in r['stages'] if s['name'] == '$1' for o in s['ops']][0]$2"; }
+  echo
+  echo "S3 bandwidth side by side: $SIZE objects, $CONC concurrent, ${SECS}s per op; outputs in $OUT"
+  header "figure" "warp"
+  row "PUT (create) MiB/s" "$(warp_mibs put)" "$(st create "['mib_per_s']")"
+  row "GET (read) MiB/s" "$(warp_mibs get)" "$(st read "['mib_per_s']")"
+  row "peak RSS, MiB (whole run)" "$(awk '{ print $1 / 1024 }' "$OUT/warp-get.rss")" "$(awk '{ print $1 / 1024 }' "$OUT/dbcanary.rss")"
+  echo "warp RSS is its get run's (put: $(awk '{ printf "%.0f", $1 / 1024 }' "$OUT/warp-put.rss") MiB); dbcanary's report says $(jsonq "$J" "round(r['peak_rss_bytes'] / 1048576, 1)") MiB."
+  echo "dbcanary: $(st create "['ok']") created, $(st read "['ok']") read back and compared byte for byte, $(jsonq "$J" "r['failed']") failed"
+}
 warp_extra=(); dbc_extra=()
+[ "$OP" = bandwidth ] && { SECS=${SECS:-30}; bandwidth; exit; }
 case $OP in
   get|put) SECS=${SECS:-20} ;;
   floor) SECS=${SECS:-30}; OP=get; SIZE=4KiB; CONC=1; warp_extra=(--rps-limit 10); dbc_extra=(--rate 10) ;;
