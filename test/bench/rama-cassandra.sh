@@ -37,30 +37,35 @@ cfg=$OUT/rama.yaml
   done
 } > "$cfg"
 
-# run PROFILE MODE ROUND: one bench run; prints its write (or op) throughput.
+# run PROFILE MODE ROUND: one bench run; prints its write (or op) throughput
+# and its failed ops (a loaded node times writes out: exit 1, still measured).
 run() {
-  local j=$OUT/$1-$2-$3.json extra=()
+  local j=$OUT/$1-$2-$3.json extra=() rc=0
   [ "$1" = cassandra-readwrite ] && extra=(--param rows="$ROWS")
   log "round $3: dbcanary bench --profile $1 --target $2 --duration ${SECS}s ${extra[*]}  (load $(cut -d' ' -f1-3 /proc/loadavg))"
   "$DBC" bench --config.file "$cfg" --profile "$1" --target "$2" --duration "${SECS}s" "${extra[@]}" --json "$j" \
-    > "$OUT/$1-$2-$3.txt" 2> "$OUT/$1-$2-$3.err" || die "dbcanary bench failed: $(tail -3 "$OUT/$1-$2-$3.err")"
+    > "$OUT/$1-$2-$3.txt" 2> "$OUT/$1-$2-$3.err" || rc=$?
+  [ "$rc" -le 1 ] && [ -s "$j" ] || die "dbcanary bench failed (exit $rc): $(tail -3 "$OUT/$1-$2-$3.err")"
   grep -q "commitlog_sync of the node that answered: $2" "$OUT/$1-$2-$3.txt" || die "node $2 does not report commitlog_sync $2"
   # writes/s: batch_insert moves a batch of rows; readwrite counts every op.
-  jsonq "$j" "sum(o['throughput_ops_per_s'] * (int(dict((p['name'], p['value']) for p in r['params']).get('batch', 1)) if o['op'] == 'batch_insert' else 1) for s in r['stages'] if not s.get('setup') for o in s['ops'])"
+  jsonq "$j" "'%f %d' % (sum(o['throughput_ops_per_s'] * (int(dict((p['name'], p['value']) for p in r['params']).get('batch', 1)) if o['op'] == 'batch_insert' else 1) for s in r['stages'] if not s.get('setup') for o in s['ops']), r['failed'])"
 }
 
 # compare PROFILE UNIT RAMA: alternate the modes ROUNDS times, then the table.
 compare() {
-  local -a per bat
+  local -a per bat pf bf
+  local t f
   for i in $(seq 1 "$ROUNDS"); do
-    per+=("$(run "$1" periodic "$i")")
-    bat+=("$(run "$1" batch "$i")")
+    read -r t f < <(run "$1" periodic "$i") && [ -n "$t" ] || die "run $i of $1 on periodic failed"
+    per+=("$t"); pf+=("$f")
+    read -r t f < <(run "$1" batch "$i") && [ -n "$t" ] || die "run $i of $1 on batch failed"
+    bat+=("$t"); bf+=("$f")
   done
   echo
   echo "$1: $2, ${SECS}s per run, alternating, $ROUNDS rounds; outputs in $OUT"
-  printf '%-8s %16s %16s %10s\n' round periodic batch batch/periodic
+  printf '%-8s %16s %16s %10s   %s\n' round periodic batch batch/periodic "failed ops (periodic / batch)"
   for i in $(seq 0 $((ROUNDS - 1))); do
-    printf '%-8s %16s %16s %9sx\n' $((i + 1)) "$(fmtn "${per[$i]}")" "$(fmtn "${bat[$i]}")" "$(ratio "${bat[$i]}" "${per[$i]}")"
+    printf '%-8s %16s %16s %9sx   %s / %s\n' $((i + 1)) "$(fmtn "${per[$i]}")" "$(fmtn "${bat[$i]}")" "$(ratio "${bat[$i]}" "${per[$i]}")" "${pf[$i]}" "${bf[$i]}"
   done
   local mp mb
   mp=$(printf '%s\n' "${per[@]}" | awk '{ s += $1 } END { print s / NR }')
