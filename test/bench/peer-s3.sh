@@ -40,10 +40,25 @@ warp_run() {
     || die "warp failed: $(tail -5 "$OUT/warp-$op.txt")"
 }
 
-# warp_mibs OP: warp's average throughput of OP in MiB/s.
+# warp_mibs OP: warp's throughput of OP in MiB/s and its op count, from its
+# raw data: bytes of the successful ops over first start to last end (with
+# 100 MiB x 100 in flight an op outlasts warp's analysis window, and warp
+# prints "too few samples" instead of an average).
 warp_mibs() {
-  sed -n 's/.*Average: \([0-9.]*\) \([KMG]*i*B\)\/s.*/\1 \2/p' "$OUT/warp-$1.txt" | head -1 |
-    awk '{ m = ($2 == "GiB") ? 1024 : ($2 == "KiB") ? 1 / 1024 : ($2 == "B") ? 1 / 1048576 : 1; print $1 * m }'
+  zstd -dc "$OUT/warp-$1.csv.zst" | python3 -c '
+import sys, csv
+from datetime import datetime
+def ns(s):
+    d, _, f = s.rstrip("Z").partition(".")
+    return int(datetime.fromisoformat(d + "+00:00").timestamp()) * 10**9 + int(f.ljust(9, "0")[:9])
+op = sys.argv[1].upper(); n = b = 0; t0 = t1 = None
+for r in csv.DictReader((l for l in sys.stdin if not l.startswith("#")), delimiter="\t", quoting=csv.QUOTE_NONE):
+    if r["op"] != op or r["error"] or not r["end"]:
+        continue
+    n += 1; b += int(r["bytes"]); s, e = ns(r["start"]), ns(r["end"])
+    t0 = s if t0 is None else min(t0, s); t1 = e if t1 is None else max(t1, e)
+print(b / 1048576 / ((t1 - t0) / 1e9) if n else 0, n)
+' "$1"
 }
 
 # bandwidth: warp put and get, then dbcanary's s3-bandwidth (create, then
@@ -59,9 +74,12 @@ bandwidth() {
   st() { jsonq "$J" "[o for s in r['stages'] if s['name'] == '$1' for o in s['ops']][0]$2"; }
   echo
   echo "S3 bandwidth side by side: $SIZE objects, $CONC concurrent, ${SECS}s per op; outputs in $OUT"
+  local wp wpn wg wgn
+  read -r wp wpn < <(warp_mibs put); read -r wg wgn < <(warp_mibs get)
   header "figure" "warp"
-  row "PUT (create) MiB/s" "$(warp_mibs put)" "$(st create "['mib_per_s']")"
-  row "GET (read) MiB/s" "$(warp_mibs get)" "$(st read "['mib_per_s']")"
+  row "PUT (create) MiB/s" "$wp" "$(st create "['mib_per_s']")"
+  row "GET (read) MiB/s" "$wg" "$(st read "['mib_per_s']")"
+  echo "ops done, PUT + GET: warp $wpn + $wgn, dbcanary $(st create "['ok']") + $(st read "['ok']")"
   row "peak RSS, MiB (whole run)" "$(awk '{ print $1 / 1024 }' "$OUT/warp-get.rss")" "$(awk '{ print $1 / 1024 }' "$OUT/dbcanary.rss")"
   echo "warp RSS is its get run's (put: $(awk '{ printf "%.0f", $1 / 1024 }' "$OUT/warp-put.rss") MiB); dbcanary's report says $(jsonq "$J" "round(r['peak_rss_bytes'] / 1048576, 1)") MiB."
   echo "dbcanary: $(st create "['ok']") created, $(st read "['ok']") read back and compared byte for byte, $(jsonq "$J" "r['failed']") failed"
