@@ -13,7 +13,8 @@
 # warp reads its latency from each request's start; dbcanary GETs also
 # compare every byte read with what was written (warp does not look).
 # bandwidth moves gigabytes: run it against a MinIO of your own
-# (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x), not a shared one.
+# (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x DBCANARY_MINIO_PORT=...:
+# MinIO binds its port on 127.0.0.1 too), not a shared one.
 source "$(dirname "$0")/peers-lib.sh"
 OP=${1:-get}; SIZE=${2:-4KiB}; CONC=${3:-8}
 [ "$OP" = bandwidth ] && { SIZE=${2:-100MiB}; CONC=${3:-100}; }

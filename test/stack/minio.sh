@@ -15,7 +15,9 @@ source "$(dirname "$0")/lib.sh"
 
 # Bump deliberately: `go list -m github.com/minio/minio@latest` names the newest.
 VERSION=${DBCANARY_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
-# A private server for heavy loads (the bandwidth profile) on another loopback address.
+# A private server for heavy loads (the bandwidth profile) on another loopback
+# address: MinIO still binds the same port on 127.0.0.1 and [::1] too, so give
+# it its own DBCANARY_MINIO_PORT (and console port) as well.
 HOST=${DBCANARY_MINIO_HOST:-127.0.0.1}
 PORT=${DBCANARY_MINIO_PORT:-9000}
 CONSOLE_PORT=${DBCANARY_MINIO_CONSOLE_PORT:-9001}
