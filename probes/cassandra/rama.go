@@ -124,6 +124,8 @@ func recycleProfile() probes.BenchProfile {
 			if p.Duration == 0 && p.Ops == 0 {
 				p.Duration = 20 * time.Second
 			}
+			// Also bounds creating the kv table, slow on a loaded node.
+			p.Timeout = cmp.Or(p.Timeout, 30*time.Second)
 		},
 		Configure: func(c probes.Config, p probes.BenchParams) (probes.Config, error) {
 			return kvProfile(c, p, kvConfig{Batch: 1, Rows: p.Int("items"), Recycle: true})
