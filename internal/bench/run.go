@@ -43,6 +43,8 @@ type Options struct {
 	Host     string
 	// Grace bounds the probe's cleanup at the end.
 	Grace time.Duration
+	// Shard makes the run one driver of several (nil: the only one).
+	Shard *Shard
 }
 
 // setupCap bounds a stage that has only an op count, so a bench always ends.
@@ -70,14 +72,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	stages := prof.stages(p)
-	instance := engine.EphemeralInstanceID(o.Config.Global.InstanceID, "bench")
+	instance := engine.EphemeralInstanceID(o.Config.Global.InstanceID, o.Shard.kind())
 	load, err := engine.NewLoad(t, instance, o.Logger)
 	if err != nil {
 		return nil, err
 	}
 	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
 		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
-		Verified: prof.verified(), Notes: prof.notes(p)}
+		Verified: prof.verified(), Notes: prof.notes(p), Shard: o.Shard}
 	defer func() {
 		if err := load.Close(o.Grace); err != nil {
 			r.Notes = append(r.Notes, "cleanup: "+err.Error())
@@ -91,10 +93,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := load.Prepare(ctx); err != nil {
 		return nil, fmt.Errorf("preparing target %s: %w", t.Name, err)
 	}
-	var runErr error
+	runErr := runStages(ctx, load, stages, r, o.Shard, show, t.Timeout)
+	r.Finished = time.Now()
+	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
+	r.Tables = append(tables(r, rf, prof.Tables(p)), concurrencyTable(r))
+	if runErr != nil {
+		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
+	}
+	return r, runErr
+}
+
+// runStages runs the stages in order into r, each at its place in the
+// drivers' common schedule when the run is one of several (see Shard.plan).
+func runStages(ctx context.Context, load *engine.Load, stages []stageSpec, r *Report, sh *Shard, show func(string, bool), timeout time.Duration) error {
+	var plan time.Time
+	if sh != nil {
+		plan = sh.StartAt
+	}
 	for i, st := range stages {
-		label := fmt.Sprintf("[%s] %d/%d %s", prof.Name, i+1, len(stages), st.Name)
-		sr, err := runStage(ctx, load, st, label, show, t.Timeout)
+		label := fmt.Sprintf("[%s] %d/%d %s", r.Profile, i+1, len(stages), st.Name)
+		if !plan.IsZero() {
+			if late, err := waitUntil(ctx, plan, label, show); err != nil {
+				return err
+			} else if late > 100*time.Millisecond {
+				r.Notes = append(r.Notes, fmt.Sprintf("stage %s started %s after the drivers' common start %s", st.Name, late.Round(time.Millisecond), plan.UTC().Format(time.RFC3339Nano)))
+			}
+		}
+		sr, err := runStage(ctx, load, st, label, show, timeout)
 		if sr != nil {
 			r.Stages = append(r.Stages, *sr)
 			if !st.Setup {
@@ -104,17 +129,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 		if err != nil {
-			runErr = err
-			break
+			return err
 		}
+		plan = nextPlan(plan, st)
 	}
-	r.Finished = time.Now()
-	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
-	r.Tables = tables(r, rf, prof.Tables(p))
-	if runErr != nil {
-		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
-	}
-	return r, runErr
+	return nil
 }
 
 // runStage runs one stage, after its warm-up, and returns its report (nil
@@ -138,13 +157,15 @@ func runStage(ctx context.Context, load *engine.Load, st stageSpec, label string
 	rec := newStageRecord(st, time.Now())
 	load.SetSink(rec.record)
 	stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
+	stopSampler := startSampler(load, sampleEvery)
 	var err error
 	rec.result, err = load.Run(ctx, st.Stage)
+	sampled := stopSampler()
 	load.Drain(ctx, min(10*time.Second, timeout))
 	load.SetSink(nil)
 	stop()
 	show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
-	sr := rec.report()
+	sr := rec.report(sampled)
 	return &sr, err
 }
 
