@@ -221,19 +221,28 @@ func profileNames() []string {
 	return names
 }
 
+// writeWith writes path whole or not at all (a temporary file renamed into
+// place), so a reader waiting for it (bench merge --wait) never reads half a report.
 func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	out, err := os.Create(path)
+	out, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(out.Name()) // after the rename: nothing to remove
 	if err := write(out); err != nil {
 		out.Close()
 		return err
 	}
 	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(out.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(out.Name(), path); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, "bench: wrote", path)

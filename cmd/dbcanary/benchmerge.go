@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,7 @@ func (f *benchFlags) shardOf(stderr io.Writer) (*bench.Shard, error) {
 // newBenchMergeCmd is `dbcanary bench merge REPORT...`.
 func newBenchMergeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var jsonOut, htmlOut, base string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Merge the JSON reports of the drivers of one sharded bench run (--shard i/N) into one report",
@@ -57,13 +59,48 @@ parameters or stages, a missing or repeated driver, and stages whose
 windows do not overlap.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := waitForReports(cmd, args, wait, stderr); err != nil {
+				return err
+			}
 			return runBenchMerge(cmd, base, args, jsonOut, htmlOut, stdout, stderr)
 		},
 	}
 	cmd.Flags().StringVar(&jsonOut, "json", "", "Write the merged report as JSON to this file (- for stdout instead of the tables).")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "Write the merged report as a self-contained HTML page to this file.")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "Wait this long for reports that do not exist yet (drivers still running, e.g. the chart's merge Job beside its drivers); 0: they must exist.")
 	cmd.Flags().StringVar(&base, "baseline", "baselines/james-reference.yaml", "Baseline file with the reference figures (none compared when the default file is absent).")
 	return cmd
+}
+
+// waitForReports waits until every path exists, at most wait.
+func waitForReports(cmd *cobra.Command, paths []string, wait time.Duration, stderr io.Writer) error {
+	if wait <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(wait)
+	said := false
+	for {
+		var missing []string
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				missing = append(missing, p)
+			}
+		}
+		switch {
+		case len(missing) == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("--wait %s: still missing %s", wait, strings.Join(missing, ", "))
+		case !said:
+			fmt.Fprintf(stderr, "bench merge: waiting up to %s for %s\n", wait, strings.Join(missing, ", "))
+			said = true
+		}
+		select {
+		case <-cmd.Context().Done():
+			return cmd.Context().Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func runBenchMerge(cmd *cobra.Command, basePath string, paths []string, jsonOut, htmlOut string, stdout, stderr io.Writer) error {
