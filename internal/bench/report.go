@@ -170,6 +170,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	fmt.Fprintf(&b, "%s\n%s\n", strings.Join(ps, " "), r.Verified)
+	if r.Shard != nil {
+		fmt.Fprintf(&b, "%s\n", r.Shard.Describe())
+	}
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		t.writeText(&b)

@@ -54,6 +54,15 @@ func (s *Shard) kind() string {
 // String is "i/N".
 func (s *Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
+// Describe is the report's line on the driver.
+func (s *Shard) Describe() string {
+	d := fmt.Sprintf("Driver %d of %d (--shard %s)", s.Index, s.Count, s)
+	if !s.StartAt.IsZero() {
+		d += ", common start " + s.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	return d + ": merge the drivers' JSON reports with `dbcanary bench merge`."
+}
+
 // nextPlan is when the stage after st starts on every driver: its planned
 // start plus its warm-up, its duration and stageGap. A stage that ends at an
 // op count alone ends at a different time on each driver: the stages after
