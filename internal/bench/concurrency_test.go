@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +80,35 @@ func TestSamplerRuns(t *testing.T) {
 	s := stop()
 	if s.total.n < 3 || s.ops["op"].max != 2 || s.total.sum != 2*s.total.n {
 		t.Errorf("after %d calls: total %+v, op %+v", src.calls.Load(), s.total, s.ops["op"])
+	}
+}
+
+// TestRunConcurrency: a real run of the noop probe (5 ms per op) reports
+// each measured stage's concurrency within its limit: Little's mean and the
+// sampled max never above the workers, both above zero, in the JSON and in
+// the concurrency table. Bounds only: the figures depend on the machine.
+func TestRunConcurrency(t *testing.T) {
+	cfg := parse(t, "global: {instance_id: c}\ntargets:\n  - {name: n, backend: noop, noop: {delay: 5ms}}\n")
+	r, err := Run(context.Background(), Options{Profile: noopProfile(), Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Version: "test", Host: "h", Grace: time.Second, Shard: &Shard{Index: 1, Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Instance, "-bench-s1-") {
+		t.Errorf("instance %q: driver 1's namespace should name it", r.Instance)
+	}
+	for _, s := range measured(r) {
+		c := s.Concurrency
+		if c == nil || c.Limit != s.Workers || c.Little <= 0 || c.Little > float64(s.Workers) || c.SampledMax > int64(s.Workers) ||
+			c.Samples == 0 || c.SampledMean > float64(s.Workers) || c.MeanTime < 5 {
+			t.Errorf("stage %s (%d workers): %+v", s.Name, s.Workers, c)
+		}
+		if s.Started.IsZero() || !s.Ended.After(s.Started) || s.OverallHist.Count != s.Overall.Count {
+			t.Errorf("stage %s: window %s..%s, overall histogram %d of %d", s.Name, s.Started, s.Ended, s.OverallHist.Count, s.Overall.Count)
+		}
+	}
+	tb := tableByID(r, "concurrency")
+	if tb == nil || len(tb.Rows) != 2 || tb.Rows[0][0] != "closed" || tb.Rows[1][0] != "open" {
+		t.Fatalf("concurrency table %+v", tb)
 	}
 }
