@@ -86,6 +86,12 @@ func Merge(reports []*Report, names []string, base *baseline.File) (*Report, err
 		m.Drivers = append(m.Drivers, driverOf(r, names[i]))
 	}
 	m.Notes = mergeNotes(reports)
+	for _, r := range reports[1:] {
+		if r.Version != first.Version {
+			m.Notes = append(m.Notes, fmt.Sprintf("the drivers ran different dbcanary versions (%s and %s): see the drivers table", first.Version, r.Version))
+			break
+		}
+	}
 	slices.SortFunc(m.Drivers, func(a, b Driver) int { return a.Shard - b.Shard })
 	for si := range first.Stages {
 		st, note, err := mergeStage(reports, names, si)
@@ -215,10 +221,10 @@ func mergeStage(reports []*Report, names []string, si int) (StageReport, string,
 			ops[s.Ops[j].Op] = append(ops[s.Ops[j].Op], opPart{&s.Ops[j], names[i]})
 		}
 	}
-	if !st.Ended.After(st.Started) {
+	if !st.Ended.After(st.Started) && !first.Setup {
 		return st, "", fmt.Errorf("stage %s: the drivers' windows do not overlap (%s): start them with the same --start-at", first.Name, windows(reports, si))
 	}
-	st.Seconds = st.Ended.Sub(st.Started).Seconds()
+	st.Seconds = max(st.Ended.Sub(st.Started).Seconds(), 0)
 	st.Overall, st.OverallHist = summarize(overall), overall.Snapshot()
 	st.Concurrency = sumConcurrency(conc)
 	for _, name := range slices.Sorted(maps.Keys(ops)) {
@@ -228,7 +234,10 @@ func mergeStage(reports []*Report, names []string, si int) (StageReport, string,
 		}
 		st.Ops = append(st.Ops, o)
 	}
-	note := fmt.Sprintf("stage %s: the drivers ran together for %.3f s (%.2f %% of the longest driver's %.3f s); rates are the sum of the drivers' own", first.Name, st.Seconds, 100*st.Seconds/longest, longest)
+	note := fmt.Sprintf("stage %s: the drivers ran together for %.3f s (%.2f %% of the longest driver's %.3f s); rates are the sum of the drivers' own", first.Name, st.Seconds, 100*st.Seconds/max(longest, 1e-9), longest)
+	if st.Seconds == 0 {
+		note = fmt.Sprintf("stage %s (setup, not compared): the drivers' windows did not overlap (%s); rates are the sum of the drivers' own", first.Name, windows(reports, si))
+	}
 	return st, note, nil
 }
 

@@ -169,6 +169,15 @@ func TestMergeRefuses(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}
+	// A setup stage (not compared) may end at different times on each driver.
+	r := fresh()
+	for _, d := range r {
+		d.Stages[0].Setup = true
+	}
+	r[1].Stages[0].Started, r[1].Stages[0].Ended = mergeStart.Add(20*time.Second), mergeStart.Add(30*time.Second)
+	if m, err := Merge(r, []string{"a.json", "b.json"}, nil); err != nil || m.Stages[0].Seconds != 0 || !strings.Contains(strings.Join(m.Notes, "\n"), "windows did not overlap") {
+		t.Errorf("setup stages that do not overlap: %v", err)
+	}
 	if _, err := ReadReport(strings.NewReader(`{"profile": "floor"}`), "x.json"); err == nil || err.Error() != "x.json: not a bench JSON report (no profile or no stages)" {
 		t.Errorf("a report without stages: %v", err)
 	}
