@@ -203,8 +203,11 @@ func TestParseShard(t *testing.T) {
 		t.Errorf("kind %q", k)
 	}
 	plan := nextPlan(mergeStart, stageSpec{Stage: engine.Stage{Duration: 20 * time.Second}, Warmup: 3 * time.Second})
-	if want := mergeStart.Add(25 * time.Second); !plan.Equal(want) {
-		t.Errorf("next stage at %s, want %s (warm-up + duration + %s)", plan, want, stageGap)
+	if want := mergeStart.Add(26 * time.Second); !plan.Equal(want) {
+		t.Errorf("next stage at %s, want %s (warm-up + %s + duration + %s)", plan, want, warmGap, stageGap)
+	}
+	if at := measureAt(mergeStart, stageSpec{Warmup: 3 * time.Second}); !at.Equal(mergeStart.Add(4 * time.Second)) {
+		t.Errorf("measured part at %s, want the warm-up and %s after the plan", at, warmGap)
 	}
 	if !nextPlan(mergeStart, stageSpec{Stage: engine.Stage{MaxOps: 10}}).IsZero() {
 		t.Error("a stage that ends at an op count has no common end")

@@ -110,22 +110,33 @@ func runStages(ctx context.Context, load *engine.Load, stages []stageSpec, r *Re
 	if sh != nil {
 		plan = sh.StartAt
 	}
+	// wait waits for the common schedule's time t (zero: none), noting lateness.
+	wait := func(t time.Time, label, what string) error {
+		if t.IsZero() {
+			return nil
+		}
+		late, err := waitUntil(ctx, t, label, show)
+		if late > 100*time.Millisecond {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s started %s after the drivers' common schedule (%s)", what, late.Round(time.Millisecond), t.UTC().Format(time.RFC3339Nano)))
+		}
+		return err
+	}
 	for i, st := range stages {
 		label := fmt.Sprintf("[%s] %d/%d %s", r.Profile, i+1, len(stages), st.Name)
-		if !plan.IsZero() {
-			if late, err := waitUntil(ctx, plan, label, show); err != nil {
-				return err
-			} else if late > 100*time.Millisecond {
-				r.Notes = append(r.Notes, fmt.Sprintf("stage %s started %s after the drivers' common start %s", st.Name, late.Round(time.Millisecond), plan.UTC().Format(time.RFC3339Nano)))
-			}
+		if err := wait(plan, label, "stage "+st.Name); err != nil {
+			return err
+		}
+		if err := warmUp(ctx, load, st, label, show); err != nil {
+			return err
+		}
+		if err := wait(measureAt(plan, st), label, "the measured part of stage "+st.Name); err != nil {
+			return err
 		}
 		sr, err := runStage(ctx, load, st, label, show, timeout)
-		if sr != nil {
-			r.Stages = append(r.Stages, *sr)
-			if !st.Setup {
-				for _, op := range sr.Ops {
-					r.Failed += op.Failed
-				}
+		r.Stages = append(r.Stages, *sr)
+		if !st.Setup {
+			for _, op := range sr.Ops {
+				r.Failed += op.Failed
 			}
 		}
 		if err != nil {
@@ -136,23 +147,25 @@ func runStages(ctx context.Context, load *engine.Load, stages []stageSpec, r *Re
 	return nil
 }
 
-// runStage runs one stage, after its warm-up, and returns its report (nil
-// when the warm-up failed).
+// warmUp runs the stage for its warm-up, unrecorded.
+func warmUp(ctx context.Context, load *engine.Load, st stageSpec, label string, show func(string, bool)) error {
+	if st.Warmup <= 0 {
+		return nil
+	}
+	warm := st.Stage
+	warm.Duration, warm.MaxOps = st.Warmup, 0
+	load.SetSink(nil)
+	stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
+	_, err := load.Run(ctx, warm)
+	load.Drain(ctx, 5*time.Second)
+	stop()
+	return err
+}
+
+// runStage runs one stage's measured part and returns its report.
 func runStage(ctx context.Context, load *engine.Load, st stageSpec, label string, show func(string, bool), timeout time.Duration) (*StageReport, error) {
 	if st.Duration <= 0 {
 		st.Duration = setupCap
-	}
-	if st.Warmup > 0 {
-		warm := st.Stage
-		warm.Duration, warm.MaxOps = st.Warmup, 0
-		load.SetSink(nil)
-		stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
-		_, err := load.Run(ctx, warm)
-		load.Drain(ctx, 5*time.Second)
-		stop()
-		if err != nil {
-			return nil, err
-		}
 	}
 	rec := newStageRecord(st, time.Now())
 	load.SetSink(rec.record)

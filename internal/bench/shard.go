@@ -22,7 +22,11 @@ type Shard struct {
 
 // stageGap separates the stages of the common schedule: a stage's last ops
 // and its drain end within it before the next stage starts on every driver.
-const stageGap = 2 * time.Second
+// warmGap does the same between a warm-up and the measured part.
+const (
+	stageGap = 2 * time.Second
+	warmGap  = time.Second
+)
 
 // maxDrivers bounds --shard's N.
 const maxDrivers = 1000
@@ -71,7 +75,16 @@ func nextPlan(plan time.Time, st stageSpec) time.Time {
 	if plan.IsZero() || st.Duration <= 0 {
 		return time.Time{}
 	}
-	return plan.Add(st.Warmup + st.Duration + stageGap)
+	return measureAt(plan, st).Add(st.Duration + stageGap)
+}
+
+// measureAt is when the measured part of a stage planned at plan starts on
+// every driver: after its warm-up and warmGap (zero: no common schedule).
+func measureAt(plan time.Time, st stageSpec) time.Time {
+	if plan.IsZero() || st.Warmup <= 0 {
+		return plan
+	}
+	return plan.Add(st.Warmup + warmGap)
 }
 
 // waitUntil waits for t, showing it, and returns how late it is when t had
