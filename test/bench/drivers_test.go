@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !integration
 
 package bench
 
@@ -27,6 +27,7 @@ import (
 // values together (computed here from the drivers' raw buckets, sorted, by
 // rank), the rates add up, and each driver worked in a namespace of its own.
 // No server needed: this is what the chart's bench Job does, on one machine.
+// It runs in the unit pass only (the integration pass would run it again).
 func TestShardedDrivers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three bench processes")
