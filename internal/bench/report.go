@@ -27,6 +27,10 @@ type Report struct {
 	Started     time.Time `json:"started"`
 	Finished    time.Time `json:"finished"`
 	Params      []Param   `json:"params"`
+	// Shard is set when the run was one driver of several (--shard i/N).
+	Shard *Shard `json:"shard,omitempty"`
+	// Drivers are the merged reports' own rows (`dbcanary bench merge`).
+	Drivers []Driver `json:"drivers,omitempty"`
 	// Verified says what every read was checked against.
 	Verified string        `json:"verified"`
 	Stages   []StageReport `json:"stages"`
@@ -34,10 +38,6 @@ type Report struct {
 	Notes    []string      `json:"notes,omitempty"`
 	// Failed counts failed ops over every measured stage.
 	Failed uint64 `json:"failed"`
-	// Shard is set when the run was one driver of several (--shard i/N).
-	Shard *Shard `json:"shard,omitempty"`
-	// Drivers are the merged reports' own rows (`dbcanary bench merge`).
-	Drivers []Driver `json:"drivers,omitempty"`
 }
 
 // Param is one setting of the run.
@@ -165,14 +165,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dbcanary bench --profile %s: %s\n", r.Profile, r.Description)
 	fmt.Fprintf(&b, "target %s (%s), %s; dbcanary %s on %s, %s\n", r.Target, r.Backend, r.Namespace, r.Version, r.Host, r.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if r.Shard != nil {
+		fmt.Fprintf(&b, "%s\n", r.Shard.Describe())
+	}
 	var ps []string
 	for _, p := range r.Params {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	fmt.Fprintf(&b, "%s\n%s\n", strings.Join(ps, " "), r.Verified)
-	if r.Shard != nil {
-		fmt.Fprintf(&b, "%s\n", r.Shard.Describe())
-	}
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		t.writeText(&b)
