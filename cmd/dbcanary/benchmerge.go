@@ -127,5 +127,8 @@ func runBenchMerge(cmd *cobra.Command, basePath string, paths []string, jsonOut,
 	if err != nil {
 		return err
 	}
+	if m.Failed > 0 {
+		fmt.Fprintf(stderr, "bench merge: the drivers' measured stages had %d failed op(s) (see the error rate rows and the drivers table)\n", m.Failed)
+	}
 	return writeReport(m, jsonOut, htmlOut, stdout, stderr)
 }
