@@ -37,6 +37,7 @@ func TestExitCodes(t *testing.T) {
 		{"bench bad shard", []string{"bench", "--profile", "floor", "--shard", "2/2", "--config.file", good}, exitUsage, `--shard "2/2": the index must be 0..1`},
 		{"bench bad start", []string{"bench", "--profile", "floor", "--start-at", "soon", "--config.file", good}, exitUsage, `--start-at "soon": want an RFC 3339 time`},
 		{"bench merge nothing", []string{"bench", "merge"}, exitUsage, "requires at least 1 arg"},
+		{"bench merge not a report", []string{"bench", "merge", good}, exitRuntime, good + ": not a bench JSON report"},
 		{"invalid config", []string{"check-config", "--config.file", bad}, exitConfig, `unknown backend "nope"`},
 		{"missing config", []string{"run", "--config.file", filepath.Join(dir, "absent.yaml")}, exitConfig, "cannot read config"},
 		{"invalid baseline", []string{"generate", "rules", "--baseline", bad, "--out", filepath.Join(dir, "r.yml")}, exitConfig, ""},
