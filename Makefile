@@ -43,7 +43,8 @@ INTEGRATION_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration.log
 FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # The integration packages run in two lanes beside test/pages, each one package at a time. The
 # second lane holds packages that stop no shared server, load none, and hold no latency to a
-# tolerance (promtool, podman, chromium, the secrets and leak checks, TLS on private servers);
+# tolerance (promtool, podman, chromium, the secrets and leak checks, TLS on private servers, the
+# upgrade from the previous release);
 # test/faults stops the shared servers and holds latency shifts to ±5 %, so it runs last, once the
 # second lane has ended. Everything else is the first lane.
 # The second lane runs under `nice -n $(LANE2_NICE)`, and the shared servers it uses
@@ -52,7 +53,7 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # saw the second lane's CPU (two promtool processes, test/leak's 200 targets, a private OpenSearch
 # node's start) starve the shared OpenSearch until probes/opensearch timed out. One lane (~28 min):
 #   make test INTEGRATION_LANE2=
-INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls
+INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls ./test/upgrade
 INTEGRATION_LANE2 ?= $(INTEGRATION_LANE2_CANDIDATES)
 LANE2_NICE ?= 10
 LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra
@@ -141,7 +142,7 @@ test-compat-clusters:
 	@set -o pipefail; DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) CLUSTERS_TABLE_OUT=$(CLUSTERS_TABLE) $(GO) test -tags integration -count=1 -v -timeout 60m ./test/clusters/; rc=$$?; \
 	echo "== page-quality rows of the node faults ($(CLUSTERS_TABLE))"; cat $(CLUSTERS_TABLE); exit $$rc
 
-## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
+## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s, Cassandra 4.1.10 on Java 17; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
 test-compat-stores:
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestExpiredServerCertificates$$' ./test/tls/

@@ -163,6 +163,7 @@ svg .t{font-size:12.5px;font-weight:600;fill:#1d2125}svg .a{font-size:11px;fill:
 <p>Failed ops in measured stages: <b id="failed">{{.R.Failed}}</b></p>
 {{with .R.Reproduces}}<p>Reproduces: {{.}}</p>{{end}}
 {{with .R.PeakRSSBytes}}<p>Peak RSS of dbcanary: <b id="peak-rss">{{mib .}}</b></p>{{end}}
+{{with .R.Shard}}<p id="shard">{{.Describe}}</p>{{end}}
 {{with .R.Notes}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </section>
 {{range $t := .R.Tables}}<section class="table" id="table-{{$t.ID}}"><h2>{{$t.Title}}</h2>

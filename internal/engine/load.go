@@ -312,6 +312,16 @@ func (l *Load) Close(grace time.Duration) error {
 	}
 }
 
+// InFlight calls f with each scheduled op's runs in flight at this moment
+// (event-driven ops are not run by a worker and have none).
+func (l *Load) InFlight(f func(op string, n int64)) {
+	for _, s := range l.r.ops {
+		if !s.op.Async {
+			f(s.op.Name, s.active.Load())
+		}
+	}
+}
+
 // RunScheduled runs every target of cfg at its configured rates, on the
 // daemon's own open-loop scheduler, in the ephemeral namespace of instance,
 // for d or until ctx is done; every sample goes to onSample. Then it stops
