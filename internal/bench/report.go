@@ -41,7 +41,8 @@ type Report struct {
 	// Reproduces names the reference run and the document it comes from.
 	Reproduces string `json:"reproduces,omitempty"`
 	// PeakRSSBytes is dbcanary's peak resident set size over the whole run
-	// (getrusage ru_maxrss; 0 where the system does not say).
+	// (getrusage ru_maxrss; 0 where the system does not say); in a merged
+	// report, the largest driver's.
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 

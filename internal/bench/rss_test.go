@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -30,5 +31,23 @@ func TestReportReproducesAndPeakRSS(t *testing.T) {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// A merged report names the reference run and the largest driver's peak RSS.
+func TestMergeKeepsReproducesAndLargestRSS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var reports []*Report
+	for i := range 2 {
+		r := driver(t, i, 2, record(mergeStart, samples(rng, 100, mergeStart), inFlightGauge{}))
+		r.Reproduces, r.PeakRSSBytes = "ref", int64(10+i)<<20
+		reports = append(reports, r)
+	}
+	m, err := Merge(reports, []string{"a", "b"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Reproduces != "ref" || m.PeakRSSBytes != 11<<20 {
+		t.Fatalf("merged: reproduces %q, peak RSS %d", m.Reproduces, m.PeakRSSBytes)
 	}
 }
