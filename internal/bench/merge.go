@@ -79,10 +79,11 @@ func Merge(reports []*Report, names []string, base *baseline.File) (*Report, err
 	first := reports[0]
 	m := &Report{Profile: first.Profile, Description: first.Description, Target: first.Target, Backend: first.Backend,
 		Version: first.Version, Host: fmt.Sprintf("%d drivers", len(reports)), Started: first.Started, Finished: first.Finished,
-		Params: first.Params, Verified: first.Verified, Namespace: "one per driver (see the drivers table)"}
+		Params: first.Params, Verified: first.Verified, Namespace: "one per driver (see the drivers table)", Reproduces: first.Reproduces}
 	for i, r := range reports {
 		m.Started, m.Finished = minTime(m.Started, r.Started), maxTime(m.Finished, r.Finished)
 		m.Failed += r.Failed
+		m.PeakRSSBytes = max(m.PeakRSSBytes, r.PeakRSSBytes)
 		m.Drivers = append(m.Drivers, driverOf(r, names[i]))
 	}
 	m.Notes = mergeNotes(reports)

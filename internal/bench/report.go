@@ -38,6 +38,12 @@ type Report struct {
 	Notes    []string      `json:"notes,omitempty"`
 	// Failed counts failed ops over every measured stage.
 	Failed uint64 `json:"failed"`
+	// Reproduces names the reference run and the document it comes from.
+	Reproduces string `json:"reproduces,omitempty"`
+	// PeakRSSBytes is dbcanary's peak resident set size over the whole run
+	// (getrusage ru_maxrss; 0 where the system does not say); in a merged
+	// report, the largest driver's.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Param is one setting of the run.
@@ -173,6 +179,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	fmt.Fprintf(&b, "%s\n%s\n", strings.Join(ps, " "), r.Verified)
+	if r.Reproduces != "" {
+		fmt.Fprintf(&b, "Reproduces: %s\n", r.Reproduces)
+	}
+	if r.PeakRSSBytes > 0 {
+		fmt.Fprintf(&b, "Peak RSS of dbcanary: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	}
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		t.writeText(&b)

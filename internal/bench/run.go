@@ -77,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
+	r := &Report{Profile: prof.Name, Description: prof.Description, Reproduces: prof.Reproduces, Target: t.Name, Backend: t.Backend, Instance: instance,
 		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
 		Verified: prof.verified(), Notes: prof.notes(p), Shard: o.Shard}
 	defer func() {
@@ -95,6 +95,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	runErr := runStages(ctx, load, stages, r, o.Shard, show, t.Timeout)
 	r.Finished = time.Now()
+	r.Notes = append(r.Notes, load.BenchNotes()...)
+	r.PeakRSSBytes = peakRSS()
 	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
 	r.Tables = append(tables(r, rf, prof.Tables(p)), concurrencyTable(r))
 	if runErr != nil {

@@ -282,6 +282,15 @@ func (l *Load) Drain(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// BenchNotes are the probe's sentences for a bench report about the store
+// it ran against (probes.BenchNoter), nil when it has none.
+func (l *Load) BenchNotes() []string {
+	if n, ok := l.r.probe.(probes.BenchNoter); ok {
+		return n.BenchNotes()
+	}
+	return nil
+}
+
 // Namespace names the probe's namespace in the store, when it can.
 func (l *Load) Namespace() string {
 	if n, ok := l.r.probe.(Namespacer); ok {
