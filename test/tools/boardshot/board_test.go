@@ -189,4 +189,3 @@ func TestLoopbackOnly(t *testing.T) {
 		t.Error("listen on 0.0.0.0 accepted")
 	}
 }
-
