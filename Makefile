@@ -60,7 +60,7 @@ INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
 
-.PHONY: chart-rules chart-boards chart-docs lint-rules-boards
+.PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
 .PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
 
 all: build
@@ -95,6 +95,8 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags 'integration soakpages' ./test/pages/
 	$(GO) vet -tags 'integration storeload' ./test/bench/
 	$(STATICCHECK) -tags 'integration storeload' ./test/bench/
+	$(GO) vet -tags boardpicture ./test/tools/boardshot/
+	$(STATICCHECK) -tags boardpicture ./test/tools/boardshot/
 	@$(MAKE) --no-print-directory lint-rules-boards
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
@@ -201,6 +203,10 @@ pages-stack:
 	@# A bin/ that is a real directory holds only binaries built again for this stack: the link replaces it.
 	@if [ -d $(PAGES_STACK_DIR)/bin ] && [ ! -L $(PAGES_STACK_DIR)/bin ]; then rm -rf $(PAGES_STACK_DIR)/bin; fi
 	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin
+
+## board-picture: docs/board-overview.png, the overview board drawn by test/tools/boardshot (uPlot in headless Chromium, not Grafana) from a real Prometheus scraping the demo config for BOARD_PICTURE_WARMUP + BOARD_PICTURE_RANGE (2m + 13m) with OpenSearch slowed by toxiproxy for 3 of them (not in make test)
+board-picture:
+	$(GO) test -tags boardpicture -run '^TestBoardPicture$$' -count=1 -v -timeout 40m ./test/tools/boardshot/
 
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:

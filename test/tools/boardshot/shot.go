@@ -16,7 +16,7 @@ import (
 
 // headerHeight is the page's title block above the grid, in CSS pixels
 // (board.css keeps it this tall).
-const headerHeight = 64
+const headerHeight = 80
 
 // Shoot draws the board and writes the screenshot to o.Out; it returns what
 // the page reported for each panel.

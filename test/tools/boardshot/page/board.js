@@ -280,7 +280,8 @@ function utc(t) { return new Date(t * 1000).toISOString().slice(0, 16).replace('
   document.title = plan.title;
   document.getElementById('title').textContent = plan.title + ' — ' + plan.board;
   document.getElementById('sub').textContent = 'Drawn from the board\'s JSON by test/tools/boardshot (uPlot) from a real Prometheus, ' +
-    utc(plan.start) + ' – ' + utc(plan.end).slice(11) + ' UTC; not a Grafana screenshot. ' + (plan.note || '');
+    utc(plan.start) + ' – ' + utc(plan.end).slice(11) + ' UTC; not a Grafana screenshot.';
+  document.getElementById('note').textContent = plan.note || '';
   const grid = document.getElementById('grid');
   grid.style.width = plan.width + 'px';
   grid.style.height = plan.height + 'px';
