@@ -79,8 +79,9 @@ image: build
 deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh|*/k8s.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use.
-	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
+	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use;
+	@# uplot.sh serves make board-picture only (installed there).
+	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh|*/uplot.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration

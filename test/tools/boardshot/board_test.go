@@ -1,6 +1,10 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,5 +191,38 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	if _, err := listenLoopback("0.0.0.0:0"); err == nil {
 		t.Error("listen on 0.0.0.0 accepted")
+	}
+}
+
+func TestProxyForwardsOnlyThePlansQueries(t *testing.T) {
+	var got []string
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Path+"?"+r.URL.RawQuery)
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+	}))
+	defer prom.Close()
+	u, err := loopbackURL(prom.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &Plan{Panels: []PlanPanel{{Queries: []Query{{Expr: `up{target=~".*"}`}}}}}
+	h := newServer(plan, u, t.TempDir()).handler()
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/api/v1/query_range?" + url.Values{"query": {`up{target=~".*"}`}, "start": {"1"}, "end": {"2"}, "step": {"15"}}.Encode(), http.StatusOK},
+		{"/api/v1/query?" + url.Values{"query": {`up{target=~".*"}`}, "time": {"2"}}.Encode(), http.StatusOK},
+		{"/api/v1/query?" + url.Values{"query": {`up`}}.Encode(), http.StatusForbidden},
+		{"/api/v1/series?match[]=up", http.StatusNotFound},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+		if rec.Code != c.want {
+			t.Errorf("GET %s: %d, want %d", c.path, rec.Code, c.want)
+		}
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "/api/v1/query_range?") || !strings.HasPrefix(got[1], "/api/v1/query?") {
+		t.Errorf("Prometheus got %q, want the two allowed queries", got)
 	}
 }
