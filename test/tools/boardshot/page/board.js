@@ -228,7 +228,7 @@ function drawTimeseries(panel, body, series) {
       { stroke: '#464c54', grid: { stroke: '#eceef0' }, ticks: { stroke: '#dcdee1' }, font: '11px DejaVu Sans',
         space: 60, values: (u, vals) => vals.map(t => new Date(t * 1000).toISOString().slice(11, 16)) },
       { stroke: '#464c54', grid: { stroke: '#eceef0' }, ticks: { stroke: '#dcdee1' }, font: '11px DejaVu Sans',
-        size: 62, values: (u, vals) => vals.map(v => fmt(v, panel.unit)) },
+        size: 74, values: (u, vals) => vals.map(v => fmt(v, panel.unit)) },
     ],
     series: [{}, ...series.map((s, i) => ({ label: s.name, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: false, points: { show: false } }))],
     hooks: { drawClear: [thresholdsHook(panel)] },
