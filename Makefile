@@ -205,7 +205,7 @@ pages-stack:
 	@if [ -d $(PAGES_STACK_DIR)/bin ] && [ ! -L $(PAGES_STACK_DIR)/bin ]; then rm -rf $(PAGES_STACK_DIR)/bin; fi
 	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin
 
-## board-picture: docs/board-overview.png, the overview board drawn by test/tools/boardshot (uPlot in headless Chromium, not Grafana) from a real Prometheus scraping the demo config for BOARD_PICTURE_WARMUP + BOARD_PICTURE_RANGE (2m + 13m) with OpenSearch slowed by toxiproxy for 3 of them (not in make test)
+## board-picture: docs/board-overview.png, the overview board drawn by test/tools/boardshot (uPlot in headless Chromium, not Grafana) from a real Prometheus scraping the demo config for BOARD_PICTURE_WARMUP + BOARD_PICTURE_RANGE (5m + 13m) with OpenSearch slowed by toxiproxy for 3 of them (not in make test)
 board-picture:
 	$(GO) test -tags boardpicture -run '^TestBoardPicture$$' -count=1 -v -timeout 40m ./test/tools/boardshot/
 

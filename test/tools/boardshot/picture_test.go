@@ -10,8 +10,8 @@ package main
 // boardshot draws the overview board from that Prometheus.
 //
 // Environment (all optional): BOARD_PICTURE_OUT (the PNG; default
-// docs/board-overview.png), BOARD_PICTURE_WARMUP (2m: run before the drawn
-// window, so connection set-up is not in it), BOARD_PICTURE_RANGE (13m: the
+// docs/board-overview.png), BOARD_PICTURE_WARMUP (5m: run before the drawn
+// window, so connection set-up and the first 5m rate windows are not in it), BOARD_PICTURE_RANGE (13m: the
 // drawn window), BOARD_PICTURE_FAULT_AT (4m into the window) and
 // BOARD_PICTURE_FAULT_FOR (3m), BOARD_PICTURE_LATENCY (500ms),
 // BOARD_PICTURE_OPEN (rows drawn open: Cassandra,OpenSearch),
@@ -59,6 +59,10 @@ func TestBoardPicture(t *testing.T) {
 	}
 
 	daemonAddr := "127.0.0.1:" + strconv.Itoa(ports.next(t))
+	// A ledger left by an earlier run would re-read writes this run's stores never saw.
+	if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
 	cfgPath := filepath.Join(dir, "dbcanary.yaml")
 	cfg := demoConfig(t, root, dir, stores, proxy.Listen)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -88,8 +92,12 @@ func TestBoardPicture(t *testing.T) {
 	faultTo := time.Now()
 	end := windowStart.Add(s.rng)
 	waitUntil(t, end, daemonAddr, promURL)
-	note := fmt.Sprintf("Demo config; toxiproxy added %s (±%s) to OpenSearch's responses %s–%s UTC.",
-		s.latency, s.latency/5, faultFrom.UTC().Format("15:04"), faultTo.UTC().Format("15:04"))
+	whose := "the local stack"
+	if len(s.private) > 0 {
+		whose = "stores of its own"
+	}
+	note := fmt.Sprintf("dbcanary ran the demo config against %s; toxiproxy added %s (±%s) to OpenSearch's responses %s–%s UTC.",
+		whose, s.latency, s.latency/5, faultFrom.UTC().Format("15:04"), faultTo.UTC().Format("15:04"))
 	shootPictures(t, s, promURL, end, note)
 	figures(t, promURL, windowStart, faultFrom, faultTo, end)
 }
@@ -125,7 +133,7 @@ func pictureSettings(t *testing.T) settings {
 	}
 	s := settings{
 		out:    os.Getenv("BOARD_PICTURE_OUT"),
-		warmup: dur("BOARD_PICTURE_WARMUP", 2*time.Minute), rng: dur("BOARD_PICTURE_RANGE", 13*time.Minute),
+		warmup: dur("BOARD_PICTURE_WARMUP", 5*time.Minute), rng: dur("BOARD_PICTURE_RANGE", 13*time.Minute),
 		faultAt: dur("BOARD_PICTURE_FAULT_AT", 4*time.Minute), faultFor: dur("BOARD_PICTURE_FAULT_FOR", 3*time.Minute),
 		latency: dur("BOARD_PICTURE_LATENCY", 500*time.Millisecond),
 		open:    list("BOARD_PICTURE_OPEN", "Cassandra,OpenSearch"), private: list("BOARD_PICTURE_PRIVATE", ""),
