@@ -39,7 +39,6 @@ type Panel struct {
 			ShowLegend bool     `json:"showLegend"`
 			Calcs      []string `json:"calcs"`
 		} `json:"legend"`
-		TextMode string `json:"textMode"`
 	} `json:"options"`
 }
 
