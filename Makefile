@@ -61,7 +61,7 @@ INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
 
-.PHONY: chart-rules chart-boards chart-docs lint-rules-boards
+.PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
 .PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
 
 all: build
@@ -80,8 +80,9 @@ image: build
 deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh|*/k8s.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use.
-	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
+	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use;
+	@# uplot.sh serves make board-picture only (installed there).
+	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh|*/uplot.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration
@@ -96,6 +97,8 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags 'integration soakpages' ./test/pages/
 	$(GO) vet -tags 'integration storeload' ./test/bench/
 	$(STATICCHECK) -tags 'integration storeload' ./test/bench/
+	$(GO) vet -tags boardpicture ./test/tools/boardshot/
+	$(STATICCHECK) -tags boardpicture ./test/tools/boardshot/
 	@$(MAKE) --no-print-directory lint-rules-boards
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
@@ -202,6 +205,10 @@ pages-stack:
 	@# A bin/ that is a real directory holds only binaries built again for this stack: the link replaces it.
 	@if [ -d $(PAGES_STACK_DIR)/bin ] && [ ! -L $(PAGES_STACK_DIR)/bin ]; then rm -rf $(PAGES_STACK_DIR)/bin; fi
 	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin
+
+## board-picture: docs/board-overview.png, the overview board drawn by test/tools/boardshot (uPlot in headless Chromium, not Grafana) from a real Prometheus scraping the demo config for BOARD_PICTURE_WARMUP + BOARD_PICTURE_RANGE (5m + 13m) with OpenSearch slowed by toxiproxy for 3 of them (not in make test)
+board-picture:
+	$(GO) test -tags boardpicture -run '^TestBoardPicture$$' -count=1 -v -timeout 40m ./test/tools/boardshot/
 
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:
