@@ -70,7 +70,7 @@ const TABLE = "usertable";
 pub async fn schema(ctx) {
     ctx.execute(\`CREATE KEYSPACE IF NOT EXISTS \${KEYSPACE} WITH REPLICATION = { 'class' : 'SimpleStrategy', 'replication_factor' : 1 }\`).await?;
     ctx.execute(\`DROP TABLE IF EXISTS \${KEYSPACE}.\${TABLE}\`).await?;
-    ctx.execute(\`CREATE TABLE \${KEYSPACE}.\${TABLE}(y_id varchar PRIMARY KEY, $(echo "$fields" | sed 's/,/ varchar,/g') varchar)\`).await?;
+    ctx.execute(\`CREATE TABLE \${KEYSPACE}.\${TABLE}(y_id varchar PRIMARY KEY, ${fields//,/ varchar,} varchar)\`).await?;
 }
 
 pub async fn erase(ctx) {
