@@ -31,7 +31,7 @@ type globalFlags struct {
 // The process exit codes (the root command's help and docs/cli.md): a script tells a broken
 // invocation or config from a store that failed its ops.
 const (
-	exitFailed  = 1 // once, bench or calibrate ran and ops failed (or the run was cut short)
+	exitFailed  = 1 // once, bench or calibrate ran and ops failed (or the run was cut short); check-endpoint found an endpoint unhealthy
 	exitUsage   = 2 // unknown command or flag, bad flag value, wrong arguments
 	exitConfig  = 3 // the config (or baseline) file is unreadable or invalid
 	exitRuntime = 4 // the daemon could not run: a port in use, an unwritable state_dir, a server error
@@ -113,7 +113,8 @@ histograms, failure causes and availability as Prometheus metrics.
 
 Exit codes, for scripts and init systems:
   0  success
-  1  ops failed (once, bench) or a calibrate run was cut short
+  1  ops failed (once, bench), a calibrate run was cut short, or
+     check-endpoint found an endpoint unhealthy
   2  usage: unknown command or flag, a bad flag value, wrong arguments
   3  the config or baseline file is unreadable or invalid
   4  runtime: the daemon could not run (a listen address in use, an
@@ -134,6 +135,7 @@ The error that ends the process is printed in --log.format.`,
 	root.AddCommand(
 		newRunCmd(g, stderr),
 		newCheckConfigCmd(g, stdout, stderr),
+		newCheckEndpointCmd(stdout, stderr),
 		newDumpConfigCmd(g, stdout, stderr),
 		newOnceCmd(g, stdout, stderr),
 		newGenerateCmd(stdout, stderr),

@@ -188,9 +188,15 @@ networkPolicy:
 	if len(in.Ports) != 1 || *in.Ports[0].Port != metricsPort || *in.Ports[0].Protocol != tcp {
 		t.Errorf("ingress ports %+v, want TCP http-metrics only", in.Ports)
 	}
-	if len(in.From) != 1 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" ||
+	if len(in.From) != 2 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" ||
 		in.From[0].PodSelector == nil || in.From[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "prometheus" {
-		t.Errorf("ingress from %+v, want the Prometheus pods of namespace monitoring", in.From)
+		t.Errorf("ingress from %+v, want the Prometheus pods of namespace monitoring, then the helm test Pod", in.From)
+	}
+	// The helm test Pod may reach the port (the second peer selects it), and is not one of the pods.
+	hook := get[corev1.Pod](t, objs, "Pod/dbcanary-test")
+	if peer, err := metav1.LabelSelectorAsSelector(in.From[1].PodSelector); err != nil || in.From[1].NamespaceSelector != nil ||
+		!peer.Matches(labels.Set(hook.Labels)) || peer.Matches(labels.Set(d.Spec.Template.Labels)) || sel.Matches(labels.Set(hook.Labels)) {
+		t.Errorf("ingress peer %+v (%v) does not select the helm test Pod %v alone", in.From[1], err, hook.Labels)
 	}
 	// The named port exists on the dbcanary container.
 	c := d.Spec.Template.Spec.Containers[0]

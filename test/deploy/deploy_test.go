@@ -77,6 +77,7 @@ var kinds = map[string]func() any{
 	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
 	"v1/Service":                              func() any { return &corev1.Service{} },
 	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
+	"v1/Pod":                                  func() any { return &corev1.Pod{} }, // the helm test hook
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
@@ -315,7 +316,7 @@ podDisruptionBudget: {enabled: true, minAvailable: 2}
 
 func TestChartDefaults(t *testing.T) {
 	objs := mustTemplate(t, chartCopy(t))
-	if got, want := objs.keys(), []string{"ConfigMap/dbcanary", "Deployment/dbcanary", "Service/dbcanary", "ServiceAccount/dbcanary"}; !slices.Equal(got, want) {
+	if got, want := objs.keys(), []string{"ConfigMap/dbcanary", "Deployment/dbcanary", "Pod/dbcanary-test", "Service/dbcanary", "ServiceAccount/dbcanary"}; !slices.Equal(got, want) {
 		t.Fatalf("rendered %v, want %v", got, want)
 	}
 	d := get[appsv1.Deployment](t, objs, "Deployment/dbcanary")
@@ -491,7 +492,7 @@ vantages:
 podDisruptionBudget: {enabled: true}
 `)
 	want := []string{"ConfigMap/dbcanary", "Deployment/dbcanary-eu-west-1a", "Deployment/dbcanary-eu-west-1b",
-		"PodDisruptionBudget/dbcanary", "Service/dbcanary", "ServiceAccount/dbcanary"}
+		"Pod/dbcanary-test", "PodDisruptionBudget/dbcanary", "Service/dbcanary", "ServiceAccount/dbcanary"}
 	if got := objs.keys(); !slices.Equal(got, want) {
 		t.Fatalf("rendered %v, want %v", got, want)
 	}
@@ -576,6 +577,9 @@ func TestChartRejects(t *testing.T) {
 		{"boards absent", "dashboards: {enabled: true}\n", "files/dashboards/*.json is missing from the chart; run `make chart-boards`"},
 		{"unknown networkPolicy key", "networkPolicy: {ingress: []}\n", "additional properties 'ingress' not allowed"},
 		{"dashboard label value not a label value", "dashboards: {labelValue: 'yes please'}\n", "labelValue"},
+		{"deployment on a claim with 2 replicas", "replicas: 2\nstateDir: {existingClaim: dbcanary-state}\n",
+			"mode deployment with stateDir.existingClaim runs one pod (replicas: 1, got 2)"},
+		{"helm test url not http", "helmTest: {url: dbcanary:19190}\n", "/helmTest/url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := chart

@@ -17,6 +17,10 @@ import (
 	"github.com/dbcanary/dbcanary/test/stack"
 )
 
+// podSelector selects the chart's dbcanary pods of release dbc, never its
+// helm test Pod (labelled dbcanary-test).
+const podSelector = "app.kubernetes.io/name=dbcanary,app.kubernetes.io/instance=dbc"
+
 // reshardBound is the longest a target may go unprobed when a sharded
 // replica is deleted, upgraded or rolled back: a pod's termination (the
 // chart's 30 s grace period is not needed: dbcanary stops at SIGTERM), its
@@ -54,7 +58,7 @@ func TestChartDeployment(t *testing.T) {
 		"networkPolicy":       map[string]any{"enabled": true},
 		"dashboards":          map[string]any{"enabled": true},
 	})
-	ps := waitReady(t, ns, "app.kubernetes.io/instance=dbc", 1, 2*time.Minute)
+	ps := waitReady(t, ns, podSelector, 1, 2*time.Minute)
 	first := waitProbing(t, ps[0], targets, 3*time.Minute)
 	checkRuntime(t, ps[0], "dbcanary")
 	fams, err := scrape(ps[0].IP)
@@ -73,8 +77,17 @@ func TestChartDeployment(t *testing.T) {
 			t.Errorf("no %s object of the release in the API server:\n%s", kind, got)
 		}
 	}
-	stack.Figure(t, "mode deployment: helm install --wait %s; first op of every target %s after the install began",
-		took.Round(100*time.Millisecond), first.Sub(t0).Round(100*time.Millisecond))
+	checkResources(t, ns, ps[0], "dbcanary", 256<<20, 51) // the chart's limit 256Mi; request 50m = 51 CPU shares
+	checkPDB(t, ns, "dbc-dbcanary", 1, 1)
+	tested := helmTest(t, ns, "dbc")
+	// The PodDisruptionBudget enforced where one node can: minAvailable 1 of 1 pod refuses an eviction.
+	helm(t, "upgrade", "dbc", chartDir(), "--namespace", ns, "--reuse-values", "--set", "podDisruptionBudget.minAvailable=1", "--wait", "--timeout", "3m")
+	checkPDB(t, ns, "dbc-dbcanary", 1, 0)
+	evictionRefused(t, ns, ps[0].Name)
+	failed := helmTestFails(t, ns, "dbc", "deployment/dbc-dbcanary")
+	stack.Figure(t, "mode deployment: helm install --wait %s; first op of every target %s after the install began; helm test passed in %s; "+
+		"with no pod behind the Service it failed in %s naming the URL",
+		took.Round(100*time.Millisecond), first.Sub(t0).Round(100*time.Millisecond), tested.Round(100*time.Millisecond), failed.Round(100*time.Millisecond))
 }
 
 // TestChartVantage: mode vantage, two vantages pinned to this node; each
@@ -87,7 +100,7 @@ func TestChartVantage(t *testing.T) {
 		"vantages": []any{map[string]any{"name": "zone-a", "nodeSelector": node}, map[string]any{"name": "zone-b", "nodeSelector": node}},
 		"config":   map[string]any{"targets": []any{noopTarget("engine-overhead", 1)}},
 	})
-	ps := waitReady(t, ns, "app.kubernetes.io/instance=dbc", 2, 2*time.Minute)
+	ps := waitReady(t, ns, podSelector, 2, 2*time.Minute)
 	seen := []string{}
 	for _, p := range ps {
 		checkRuntime(t, p, "dbcanary")
@@ -107,7 +120,8 @@ func TestChartVantage(t *testing.T) {
 	if !slices.Equal(seen, []string{"zone-a", "zone-b"}) {
 		t.Errorf("vantages of the pods: %v, want zone-a and zone-b", seen)
 	}
-	stack.Figure(t, "mode vantage (2 vantages): helm install --wait %s", took.Round(100*time.Millisecond))
+	tested := helmTest(t, ns, "dbc")
+	stack.Figure(t, "mode vantage (2 vantages): helm install --wait %s; helm test passed in %s", took.Round(100*time.Millisecond), tested.Round(100*time.Millisecond))
 }
 
 // TestChartSharded: mode sharded with 3 replicas and 12 targets: each target
@@ -127,7 +141,7 @@ func TestChartSharded(t *testing.T) {
 		return map[string]any{"mode": "sharded", "replicas": 3,
 			"config": map[string]any{"global": map[string]any{"timeout": timeout}, "targets": cfg}}
 	}
-	sel := "app.kubernetes.io/instance=dbc"
+	sel := podSelector
 	took := helmInstall(t, ns, "dbc", values("5s"))
 	ps := waitReady(t, ns, sel, 3, 3*time.Minute)
 	for _, p := range ps {
@@ -140,6 +154,7 @@ func TestChartSharded(t *testing.T) {
 		shares[p] = append(shares[p], tg)
 	}
 	t.Logf("shares: %v", shares)
+	tested := helmTest(t, ns, "dbc")
 
 	// A replica deleted: its share is probed again by its new pod.
 	victim := ps[1]
@@ -170,9 +185,9 @@ func TestChartSharded(t *testing.T) {
 	upgrade := watchRoll(t, ns, sel, targets, "upgrade", "dbc", chartDir(), "--namespace", ns, "--values", valuesFile(t, values("6s")), "--wait", "--timeout", "5m")
 	rollback := watchRoll(t, ns, sel, targets, "rollback", "dbc", "1", "--namespace", ns, "--wait", "--timeout", "5m")
 	ownersOf(t, waitReady(t, ns, sel, 3, time.Minute), targets)
-	stack.Figure(t, "mode sharded (3 replicas, 12 targets): helm install --wait %s; a replica deleted: its share probed again after %s (bound %s); "+
+	stack.Figure(t, "mode sharded (3 replicas, 12 targets): helm install --wait %s; helm test passed in %s; a replica deleted: its share probed again after %s (bound %s); "+
 		"longest a target went unprobed: helm upgrade %s, helm rollback %s; targets probed by two replicas at once: %d",
-		took.Round(100*time.Millisecond), reshard.Round(100*time.Millisecond), reshardBound,
+		took.Round(100*time.Millisecond), tested.Round(100*time.Millisecond), reshard.Round(100*time.Millisecond), reshardBound,
 		upgrade.maxGap.Round(100*time.Millisecond), rollback.maxGap.Round(100*time.Millisecond), len(upgrade.dups)+len(rollback.dups))
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,23 +268,7 @@ func waitProbing(t *testing.T, p pod, targets []string, timeout time.Duration) t
 // read-only root file system.
 func checkRuntime(t *testing.T, p pod, container string) {
 	t.Helper()
-	id := p.Containers[container]
-	if id == "" {
-		t.Fatalf("pod %s has no container %s", p.Name, container)
-	}
-	out, err := run(exec.Command("ctr", "-a", cluster["DBCANARY_K8S_CONTAINERD_SOCK"], "-n", "k8s.io", "tasks", "ls"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := ""
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
-			pid = f[1]
-		}
-	}
-	if pid == "" {
-		t.Fatalf("pod %s container %s: no containerd task %s", p.Name, container, id)
-	}
+	pid := taskPID(t, p, container)
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +297,26 @@ func checkRuntime(t *testing.T, p pod, container string) {
 		}
 	}
 	t.Errorf("pod %s container %s: no / in its mountinfo", p.Name, container)
+}
+
+// taskPID is the host PID of the container's first process (its containerd task).
+func taskPID(t *testing.T, p pod, container string) string {
+	t.Helper()
+	id := p.Containers[container]
+	if id == "" {
+		t.Fatalf("pod %s has no container %s", p.Name, container)
+	}
+	out, err := run(exec.Command("ctr", "-a", cluster["DBCANARY_K8S_CONTAINERD_SOCK"], "-n", "k8s.io", "tasks", "ls"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			return f[1]
+		}
+	}
+	t.Fatalf("pod %s container %s: no containerd task %s", p.Name, container, id)
+	return ""
 }
 
 // s3Secret creates the Secret holding MinIO's keys in ns (keys access-key, secret-key).
@@ -349,4 +354,106 @@ func s3Target(name, secret string, extra map[string]any) map[string]any {
 // noopTarget is a target that measures the engine only, at rate ops/s.
 func noopTarget(name string, rate float64) map[string]any {
 	return map[string]any{"name": name, "backend": "noop", "ops": map[string]any{"noop": map[string]any{"rate": rate}}}
+}
+
+// helmTest runs `helm test` on release (the chart's check-endpoint hook) and
+// returns how long it took; the hook's log must say its check passed.
+func helmTest(t *testing.T, ns, release string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	out := helm(t, "test", release, "--namespace", ns, "--logs", "--timeout", "3m")
+	took := time.Since(t0)
+	if !strings.Contains(out, "Succeeded") || !strings.Contains(out, ": OK: /-/ready 200; /metrics parses") {
+		t.Errorf("helm test %s: no Succeeded hook with an OK check:\n%s", release, out)
+	}
+	return took
+}
+
+// helmTestFails scales workload to no pod and checks that `helm test` then
+// fails, its hook's log naming the Service's URL and what failed.
+func helmTestFails(t *testing.T, ns, release, workload string) time.Duration {
+	t.Helper()
+	kubectl(t, "", "-n", ns, "scale", workload, "--replicas=0")
+	waitReady(t, ns, podSelector, 0, 2*time.Minute)
+	t0 := time.Now()
+	out, err := run(kubeEnvCmd(helmBin, "test", release, "--namespace", ns, "--timeout", "3m"), "")
+	took := time.Since(t0)
+	if err == nil {
+		t.Fatalf("helm test passed with no pod behind the Service:\n%s", out)
+	}
+	logs := kubectl(t, "", "-n", ns, "logs", release+"-dbcanary-test")
+	if !strings.Contains(logs, "check-endpoint: http://") || !strings.Contains(logs, ": FAILED: ") || !strings.Contains(logs, "/-/ready") {
+		t.Errorf("the failed hook's log does not name the URL and what failed:\n%s", logs)
+	}
+	t.Logf("helm test with no pod behind the Service: %v\nthe hook's log: %s", err, logs)
+	return took
+}
+
+// checkPDB waits until the disruption controller has counted the release's
+// pods under the PodDisruptionBudget: it selects them (expected, healthy) and
+// allows the disruptions it should.
+func checkPDB(t *testing.T, ns, name string, pods, allowed int) {
+	t.Helper()
+	want := fmt.Sprintf("%d %d %d", pods, pods, allowed)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		got := kubectl(t, "", "-n", ns, "get", "pdb", name, "-o",
+			"jsonpath={.status.expectedPods} {.status.currentHealthy} {.status.disruptionsAllowed}")
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("PodDisruptionBudget %s: expectedPods currentHealthy disruptionsAllowed = %q, want %q", name, got, want)
+			return
+		}
+	}
+}
+
+// checkResources proves from the container's cgroups (v1, this node's), not
+// from the pod spec, that the kubelet applied the chart's resources: the
+// memory limit in bytes and the CPU request as cpu.shares.
+func checkResources(t *testing.T, ns string, p pod, container string, memLimit, cpuShares int64) {
+	t.Helper()
+	pid := taskPID(t, p, container)
+	cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(controller, file string) string {
+		for _, line := range strings.Split(string(cg), "\n") {
+			// hierarchy-ID:controller-list:cgroup-path
+			f := strings.SplitN(line, ":", 3)
+			if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), controller) {
+				b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", f[1], f[2], file))
+				if err != nil {
+					t.Errorf("pod %s container %s: %v", p.Name, container, err)
+				}
+				return strings.TrimSpace(string(b))
+			}
+		}
+		t.Errorf("pod %s container %s: no %s cgroup in\n%s", p.Name, container, controller, cg)
+		return ""
+	}
+	if got := read("memory", "memory.limit_in_bytes"); got != fmt.Sprint(memLimit) {
+		t.Errorf("pod %s container %s: memory.limit_in_bytes %s, want %d", p.Name, container, got, memLimit)
+	}
+	if got := read("cpu", "cpu.shares"); got != fmt.Sprint(cpuShares) {
+		t.Errorf("pod %s container %s: cpu.shares %s, want %d", p.Name, container, got, cpuShares)
+	}
+	qos := kubectl(t, "", "-n", ns, "get", "pod", p.Name, "-o", "jsonpath={.status.qosClass}")
+	if qos != "Burstable" {
+		t.Errorf("pod %s: qosClass %q, want Burstable (requests below limits)", p.Name, qos)
+	}
+}
+
+// evictionRefused asks the API server to evict the pod (what kubectl drain
+// and autoscalers do) and checks that its PodDisruptionBudget refuses.
+func evictionRefused(t *testing.T, ns, name string) {
+	t.Helper()
+	eviction := fmt.Sprintf(`{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": %q, "namespace": %q}}`, name, ns)
+	out, err := run(kubectlCmd("create", "--raw", "/api/v1/namespaces/"+ns+"/pods/"+name+"/eviction", "-f", "-"), eviction)
+	if err == nil || !strings.Contains(err.Error(), "disruption budget") {
+		t.Errorf("eviction of pod %s: %v %s, want it refused by the PodDisruptionBudget", name, err, out)
+		return
+	}
+	t.Logf("eviction of pod %s refused: %s", name, strings.TrimSpace(err.Error()))
 }

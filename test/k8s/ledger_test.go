@@ -17,13 +17,19 @@ import (
 // this cluster has no provisioner) keeps the durability ledger when the pod is
 // deleted: the new pod starts with the old pod's entries and reads them back
 // intact, with no false loss. The ledger file is per instance, and the
-// instance id is the pod name: only mode sharded (a StatefulSet) gives the new
-// pod the old one's name; a Deployment's new pod starts a fresh ledger
-// (docs/evidence/kubernetes.md).
+// instance id is the pod name: the chart runs both modes as a StatefulSet
+// (mode deployment on a claim is a one-pod StatefulSet), whose new pod has the
+// old one's name and starts only once the old one has stopped.
 func TestLedgerSurvivesPodDeletion(t *testing.T) {
-	ns := namespace(t, "dbc-ledger")
+	for _, mode := range []string{"sharded", "deployment"} {
+		t.Run(mode, func(t *testing.T) { ledgerSurvives(t, mode) })
+	}
+}
+
+func ledgerSurvives(t *testing.T, mode string) {
+	ns := namespace(t, "dbc-ledger-"+mode)
 	s3Secret(t, ns, "minio")
-	dir := filepath.Join(stack.DataDir(), "k8s", "pv", fmt.Sprintf("dbc-ledger-%d", time.Now().Unix()))
+	dir := filepath.Join(stack.DataDir(), "k8s", "pv", fmt.Sprintf("dbc-ledger-%s-%d", mode, time.Now().Unix()))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +69,14 @@ spec:
 		}},
 		"existingSecrets": []any{map[string]any{"name": "minio"}},
 		"stateDir":        map[string]any{"existingClaim": "dbcanary-state"},
-		"mode":            "sharded",
+		"mode":            mode,
 		"replicas":        1,
 	})
-	sel := "app.kubernetes.io/instance=dbc"
+	sel := podSelector
 	old := waitReady(t, ns, sel, 1, 2*time.Minute)[0]
+	if kind := kubectl(t, "", "-n", ns, "get", "statefulset,deployment", "-l", sel, "-o", "name"); kind != "statefulset.apps/dbc-dbcanary\n" {
+		t.Errorf("mode %s on a claim: workloads %q, want the one-pod StatefulSet", mode, kind)
+	}
 	// Entries written and some already read back intact by the first pod.
 	first := waitLedger(t, old, target, func(l ledgerView) bool { return l.entries > 0 && l.checks["intact"] > 0 }, 3*time.Minute)
 	checkRuntime(t, old, "dbcanary")
@@ -97,7 +106,7 @@ spec:
 	if later.checks["missing"] != 0 || later.checks["corrupted"] != 0 {
 		t.Errorf("after the pod's deletion: ledger checks %v, want no missing or corrupted", later.checks)
 	}
-	stack.Figure(t, "ledger on a PersistentVolume: old pod %v entries (checks %v); new pod started with %v entries (oldest %s), then checks %v",
+	stack.Figure(t, "mode "+mode+": ledger on a PersistentVolume: old pod %v entries (checks %v); new pod started with %v entries (oldest %s), then checks %v",
 		first.entries, first.checks, loaded.entries, loaded.oldest.Round(time.Second), later.checks)
 }
 

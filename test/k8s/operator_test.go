@@ -129,7 +129,7 @@ func TestOperatorScrapesAndPages(t *testing.T) {
 		"alertmanagerConfig": map[string]any{"enabled": true, "groupWait": "5s", "groupInterval": "10s",
 			"receivers": map[string]any{"pager": map[string]any{"webhookConfigs": []any{map[string]any{"url": "http://" + fwd.Listen + "/" + pager.ReceiverPager}}}}},
 	})
-	pods := waitReady(t, ns, "app.kubernetes.io/instance=dbc", 2, 2*time.Minute)
+	pods := waitReady(t, ns, podSelector, 2, 2*time.Minute)
 
 	// Every replica's series, with the labels the rules and boards select.
 	up := waitQuery(t, prom, `up{job="dbcanary",namespace="`+ns+`"} == 1`, 2, 3*time.Minute)
@@ -188,9 +188,63 @@ func TestOperatorScrapesAndPages(t *testing.T) {
 	}
 	back := time.Now()
 	waitNotification(t, hook, before+len(hook.All()[before:]), "resolved", 5*time.Minute)
+	resolved := time.Since(back)
+	sidecar := sidecarThroughOperator(t, prom)
+	stack.Figure(t, "the sidecar example's PodMonitor: both sidecars' series in Prometheus %s after kubectl apply", sidecar.Round(time.Second))
 	stack.Figure(t, "prometheus-operator %s, Prometheus 3.15.0, Alertmanager 0.31.1: first scrape of both replicas %s after helm install began; %d rules loaded; store cut -> %d page (%s) after %s; resolved %s after the store came back (first notification: %s)",
 		strings.TrimPrefix(filepath.Base(filepath.Dir(bins["operator"])), "prometheus-operator-"), firstScrape.Round(time.Second), rules,
-		len(pages), strings.Join(pages, ", "), paged.Round(time.Second), time.Since(back).Round(time.Second), page.Status)
+		len(pages), strings.Join(pages, ", "), paged.Round(time.Second), resolved.Round(time.Second), page.Status)
+}
+
+// sidecarThroughOperator applies the sidecar example (its PodMonitor
+// component, 2 pods of the canary beside a stand-in application) and waits
+// until the operator's Prometheus scrapes each sidecar once, with the labels
+// the shipped rules and boards select: job="dbcanary" (the PodMonitor's
+// jobLabel), namespace, pod and instance (the pod's address and the canary's
+// port). It runs after the page checks and is deleted at once: its RabbitMQ
+// target does not exist here, and DbcanaryTargetDown for it would page after 2m.
+func sidecarThroughOperator(t *testing.T, prom string) time.Duration {
+	t.Helper()
+	ns := "dbc-op-sidecar"
+	kubectl(t, "", "create", "namespace", ns)
+	defer func() {
+		if out, err := run(kubectlCmd("delete", "namespace", ns, "--wait=true", "--timeout=120s"), ""); err != nil {
+			t.Logf("delete namespace %s: %v\n%s", ns, err, out)
+		}
+	}()
+	kubectl(t, "", "-n", ns, "create", "secret", "generic", "orders-dbcanary-rabbitmq", "--from-literal=password=unused")
+	t0 := time.Now()
+	kubectl(t, kustomized(t, filepath.Join(stack.RepoRoot(), "deploy", "kubernetes", "sidecar")), "-n", ns, "apply", "-f", "-")
+	ps := waitReady(t, ns, "app.kubernetes.io/name=orders", 2, 3*time.Minute)
+	// Exactly one up series per pod: scraped once, by the PodMonitor alone.
+	up := waitQuery(t, prom, `up{job="dbcanary",namespace="`+ns+`"} == 1`, 2, 8*time.Minute)
+	took := time.Since(t0)
+	byPod := map[string]map[string]string{}
+	for _, s := range up {
+		byPod[s["pod"]] = s
+	}
+	for _, p := range ps {
+		s, ok := byPod[p.Name]
+		if !ok {
+			t.Errorf("no up{job=dbcanary} of sidecar pod %s: %v", p.Name, up)
+			continue
+		}
+		if want := net.JoinHostPort(p.IP, metricsPort); s["instance"] != want {
+			t.Errorf("pod %s: instance %q, want %s (the canary's port, not the application's)", p.Name, s["instance"], want)
+		}
+		if s["container"] != "dbcanary" {
+			t.Errorf("pod %s: container %q, want dbcanary", p.Name, s["container"])
+		}
+	}
+	// dbcanary's own series carry the same labels (what the rules aggregate and the boards filter on).
+	tu := waitQuery(t, prom, `dbcanary_target_up{job="dbcanary",namespace="`+ns+`",target="orders-rabbitmq"}`, 2, 2*time.Minute)
+	for _, s := range tu {
+		if byPod[s["pod"]] == nil || s["instance"] != byPod[s["pod"]]["instance"] {
+			t.Errorf("dbcanary_target_up %v: pod or instance unlike its up series %v", s, byPod)
+		}
+	}
+	t.Logf("sidecar series: %v", up)
+	return took
 }
 
 // operatorBinaries installs (cached) and returns the operator, the config

@@ -29,6 +29,15 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* The helm test Pod's labels: the release's, never the pods' selector (the Service would route to it). */}}
+{{- define "dbcanary.testLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "dbcanary.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: helm-test
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
 {{- define "dbcanary.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "dbcanary.fullname" .) .Values.serviceAccount.name }}
