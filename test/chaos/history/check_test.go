@@ -117,8 +117,8 @@ func TestCheckFailures(t *testing.T) {
 		"leftover past abandoned_after": {func(h *History) {
 			h.Leftovers[0].Oldest = Duration(25 * time.Hour)
 		}, "| canary data left in s3 | **FAIL**"},
-		"fault never reverted": {func(h *History) { h.Events = h.Events[:3] }, "never reverted"},
-		"injection failed": {func(h *History) { h.Events[0].Error = "kill: no such process" }, "| cas-kill9-one | no page | 1 | 0 | 0 | 0 | 0 | 1 |"},
+		"fault never reverted":      {func(h *History) { h.Events = h.Events[:3] }, "never reverted"},
+		"injection failed":          {func(h *History) { h.Events[0].Error = "kill: no such process" }, "| cas-kill9-one | no page | 1 | 0 | 0 | 0 | 0 | 1 |"},
 		"too short to judge growth": {func(h *History) { h.Samples = h.Samples[:8] }, "not judged"},
 	}
 	for name, c := range cases {

@@ -121,7 +121,6 @@ func (w *Writer) Append(file string, v any) error {
 	return errors.Join(err, f.Close())
 }
 
-
 // Load reads a recorded run from dir; start and end bound the run.
 func Load(dir string, start, end time.Time) (History, error) {
 	h := History{Start: start, End: end}
