@@ -200,6 +200,9 @@ type DaemonOptions struct {
 	// OnStop runs after the daemon has exited at the test's end, e.g. to
 	// keep its log as an artefact; the log is printed if the test failed.
 	OnStop func(log []byte)
+	// Addr is the web listen address ("": a free port on 127.0.0.1): a
+	// daemon started again on it keeps its Prometheus scrape target.
+	Addr string
 }
 
 // StartDaemon runs binary `run --config.file cfg` on a free port until the
@@ -208,7 +211,10 @@ type DaemonOptions struct {
 // failed.
 func StartDaemon(t testing.TB, binary, cfg string, o DaemonOptions) *Daemon {
 	t.Helper()
-	d := &Daemon{Addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Log: &Log{}}
+	d := &Daemon{Addr: o.Addr, Log: &Log{}}
+	if d.Addr == "" {
+		d.Addr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	}
 	// A short grace period: at the test's end in-flight ops against a store
 	// the test killed would otherwise hold the stop for 10 s.
 	d.Cmd = exec.Command(binary, append([]string{"run", "--config.file", cfg, "--web.listen-address", d.Addr, "--shutdown.grace-period", "2s"}, o.Args...)...)
