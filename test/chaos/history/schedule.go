@@ -70,7 +70,7 @@ type Plan struct {
 // Schedule draws the faults of a run of length run from kinds: a pure
 // function of seed, run, kinds and plan, so a run replays from its seed.
 func Schedule(seed uint64, run time.Duration, kinds []Kind, plan Plan) []Planned {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(splitmix(seed), splitmix(seed+1)))
 	var out []Planned
 	at := plan.Warmup
 	for tries := 0; tries < 10000 && at < run-plan.Tail; tries++ {
@@ -108,6 +108,14 @@ func fits(out []Planned, p Planned, separation time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// splitmix scrambles a seed, so that nearby seeds draw unrelated schedules.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 func draw(rng *rand.Rand, kinds []Kind) Kind {
