@@ -96,7 +96,7 @@ func TestSoakChaos(t *testing.T) {
 	waitAllUp(t, d.addr, 5*time.Minute)
 	ctx := context.Background()
 	t0 := time.Now()
-	logf("every target up; the run starts (load average %.2f); records in %s", loadAverage(), dir)
+	logf("every target up; the run starts (load average %.2f); records in %s", stack.LoadAverage(), dir)
 	stopSampling := sample(ctx, t, d.addr, w, 15*time.Second)
 	n := &nemesis{t: t, tp: tp, d: d, w: w, th: th, kinds: kinds, t0: t0}
 	n.run(ctx, sched)
@@ -121,7 +121,7 @@ func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp 
 	}
 	r := history.Check(h, checkOptions(run))
 	head := fmt.Sprintf("make soak-chaos SEED=%d DURATION=%s: %s to %s UTC, load average at the end %.2f\n\n",
-		seed, run, t0.UTC().Format("2006-01-02 15:04"), end.UTC().Format("15:04"), loadAverage())
+		seed, run, t0.UTC().Format("2006-01-02 15:04"), end.UTC().Format("15:04"), stack.LoadAverage())
 	table := head + r.Table(t0)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
 		t.Error(err)

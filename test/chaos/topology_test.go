@@ -92,19 +92,6 @@ func (tp *topology) pid(t *testing.T, store string, i int) int {
 	return stack.PIDFile(t, path)
 }
 
-// loadAverage is the machine's 1-minute load average (-1 if unknown).
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	var l float64
-	if _, err := fmt.Sscan(string(b), &l); err != nil {
-		return -1
-	}
-	return l
-}
-
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s chaos: %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 }

@@ -280,3 +280,17 @@ func Kill9(t testing.TB, pid int, what string) {
 		return syscall.Kill(pid, 0) != nil
 	})
 }
+
+// LoadAverage is the machine's 1-minute load average (-1 if unknown): the
+// suites share their cores, and latency alerts are sensitive to that.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
+}
