@@ -63,17 +63,7 @@ func newDaemon(t *testing.T, dir, stateDir string, tp *topology) *daemon {
 // RabbitMQ node's url, OpenSearch indices with one replica.
 func (d *daemon) render() []byte {
 	t := d.t
-	raw, err := os.ReadFile(filepath.Join(stack.RepoRoot(), "deploy", "local", "dbcanary.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var demo struct {
-		Global  map[string]any   `yaml:"global"`
-		Targets []map[string]any `yaml:"targets"`
-	}
-	if err := yaml.Unmarshal(raw, &demo); err != nil {
-		t.Fatal(err)
-	}
+	demo := stack.DemoConfig(t)
 	demo.Global["instance_id"], demo.Global["state_dir"] = instanceID, d.stateDir
 	var targets []any
 	for _, tg := range demo.Targets {
