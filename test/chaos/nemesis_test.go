@@ -59,7 +59,7 @@ func catalogue() []fault {
 		{down("mq-disk-alarm", "mq", targetMQ, budgetDown, alertDown), mqctl("set_disk_free_limit", "100000GB"), mqctl("set_disk_free_limit", "50MB")},
 		{quiet("os-kill9-one", "os", targetOS, time.Minute, 4*time.Minute), nodeKill("OPENSEARCH"), scriptStart("opensearch-cluster")},
 		{down("os-index-block", "os", targetOS, budgetDown, alertDown), osPut("/dbcanary-*/_settings", `{"index.blocks.write": true}`), osPut("/dbcanary-*/_settings", `{"index.blocks.write": null}`)},
-		{down("os-flood-stage", "os", targetOS, budgetFlood, alertDown), osPut("/_cluster/settings", floodStage), osPut("/_cluster/settings", floodStageOff)},
+		{down("os-flood-stage", "os", targetOS, budgetFlood, alertDown), osPut("/_cluster/settings", floodStage), floodOff},
 		{down("s3-stopped", "s3", targetS3, budgetDown, alertDown), scriptAction("minio", "stop"), scriptStart("minio")},
 		{down("s3-latency-x4", "s3", targetS3, budgetLatency, generate.AlertLatencyAboveBaseline), s3Latency, s3LatencyOff},
 		{down("s3-wrong-credentials", "s3", targetS3, budgetDown, generate.AlertTargetMisconfigured), s3Creds(true), s3Creds(false)},
@@ -152,6 +152,17 @@ func mqctl(args ...string) func(context.Context, *nemesis, history.Planned) (str
 		}
 		return fmt.Sprintf("rabbitmqctl -n %s %s", name, strings.Join(args, " ")), nil
 	}
+}
+
+// floodOff resets the watermarks and lifts the block the flood stage set:
+// with the disk threshold off again no monitor would lift it.
+func floodOff(ctx context.Context, n *nemesis, p history.Planned) (string, error) {
+	a, err := osPut("/_cluster/settings", floodStageOff)(ctx, n, p)
+	if err != nil {
+		return a, err
+	}
+	b, err := osPut("/dbcanary-*/_settings", `{"index.blocks.read_only_allow_delete": null}`)(ctx, n, p)
+	return a + "; " + b, err
 }
 
 func osPut(path, body string) func(context.Context, *nemesis, history.Planned) (string, error) {
