@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,8 +95,12 @@ func (d *daemon) render() []byte {
 
 func (d *daemon) cassandra() map[string]any {
 	e, dc := d.tp.cas, d.tp.cas.Get(d.t, "DBCANARY_TEST_CASSANDRA_DC")
+	port, err := strconv.Atoi(e.Get(d.t, "DBCANARY_TEST_CASSANDRA_PORT"))
+	if err != nil {
+		d.t.Fatalf("cassandra port: %v", err)
+	}
 	return map[string]any{"hosts": strings.Split(e.Get(d.t, "DBCANARY_TEST_CASSANDRA_HOSTS"), ","),
-		"port": e.Get(d.t, "DBCANARY_TEST_CASSANDRA_PORT"), "local_dc": dc, "keyspace": "dbcanary_chaos", "ttl": "1h",
+		"port": port, "local_dc": dc, "keyspace": "dbcanary_chaos", "ttl": "1h",
 		"replication": map[string]any{"class": "NetworkTopologyStrategy", "datacenters": map[string]any{dc: 3}}}
 }
 
