@@ -109,7 +109,7 @@ func TestSoakChaos(t *testing.T) {
 
 // finish records what the run left, judges the history and writes the table.
 func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp *topology, t0, end time.Time, run time.Duration, seed uint64) {
-	if err := writeNotes(w, al.Hook); err != nil {
+	if err := writeNotes(context.Background(), w, al, end); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Append(history.FileLeftovers, s3Leftover(context.Background(), tp)); err != nil {

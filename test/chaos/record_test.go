@@ -5,8 +5,10 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -178,15 +180,26 @@ func scrape(ctx context.Context, addr string) (history.Sample, error) {
 	return s, sc.Err()
 }
 
-// writeNotes writes every notification the webhook received.
-func writeNotes(w *history.Writer, hook *pager.Webhook) error {
-	for _, n := range hook.All() {
+// writeNotes writes every notification the webhook received, and the
+// pages due at the end.
+func writeNotes(ctx context.Context, w *history.Writer, al *pager.Alerting, end time.Time) error {
+	sent := al.Hook.All()
+	due, err := dueNotes(ctx, al.AlertmanagerURL, sent, end)
+	if err != nil {
+		return err
+	}
+	for _, n := range sent {
 		var alerts []string
 		for _, a := range n.Alerts {
 			alerts = append(alerts, a.Status+" "+pager.AlertString(a.Labels))
 		}
 		if err := w.Append(history.FileNotifications, history.Note{At: n.At, Receiver: n.Receiver, Status: n.Status,
 			GroupKey: n.GroupKey, GroupLabels: n.GroupLabels, Alerts: alerts}); err != nil {
+			return err
+		}
+	}
+	for _, n := range due { // last: they page after everything sent
+		if err := w.Append(history.FileNotifications, n); err != nil {
 			return err
 		}
 	}
@@ -247,4 +260,39 @@ func getText(ctx context.Context, u string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// dueNotes are the pager groups Alertmanager holds at the end with active
+// alerts (neither inhibited nor silenced): each not notified yet pages at
+// its group's next flush. They carry the group key of the group's earlier
+// notifications, so that an open incident is not counted twice.
+func dueNotes(ctx context.Context, amURL string, sent []pager.Notification, end time.Time) ([]history.Note, error) {
+	body, err := getText(ctx, amURL+"/api/v2/alerts/groups?active=true&silenced=false&inhibited=false")
+	if err != nil {
+		return nil, err
+	}
+	var groups []struct {
+		Labels   map[string]string `json:"labels"`
+		Receiver struct {
+			Name string `json:"name"`
+		} `json:"receiver"`
+		Alerts []json.RawMessage `json:"alerts"`
+	}
+	if err := json.Unmarshal([]byte(body), &groups); err != nil {
+		return nil, fmt.Errorf("alertmanager groups: %w", err)
+	}
+	var out []history.Note
+	for _, g := range groups {
+		if g.Receiver.Name != pager.ReceiverPager || len(g.Alerts) == 0 {
+			continue
+		}
+		key := "due:" + fmt.Sprint(g.Labels)
+		for _, n := range sent {
+			if n.Receiver == g.Receiver.Name && maps.Equal(n.GroupLabels, g.Labels) {
+				key = n.GroupKey
+			}
+		}
+		out = append(out, history.Note{At: end, Receiver: g.Receiver.Name, Status: history.StatusDue, GroupKey: key, GroupLabels: g.Labels})
+	}
+	return out, nil
 }

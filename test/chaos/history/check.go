@@ -124,8 +124,14 @@ func faults(h History) []*Fault {
 	return out
 }
 
+// StatusDue marks a pager group Alertmanager held at the run's end with
+// active alerts it had not sent yet: it pages at the group's next flush, so
+// it counts as a page at the end.
+const StatusDue = "due"
+
 // incidentPages are the pager notifications that open an incident: a
-// group's first firing notification, or its first after it resolved.
+// group's first firing notification, or its first after it resolved (or a
+// group due at the end that is not open).
 func incidentPages(notes []Note) []Note {
 	open := map[string]bool{}
 	var out []Note
@@ -134,7 +140,7 @@ func incidentPages(notes []Note) []Note {
 			continue
 		}
 		switch n.Status {
-		case "firing":
+		case "firing", StatusDue:
 			if !open[n.GroupKey] {
 				out = append(out, n)
 			}

@@ -93,6 +93,10 @@ func TestCheckFailures(t *testing.T) {
 		"page outside every fault": {func(h *History) {
 			h.Notes = append(h.Notes, page(at("18m"), "firing", "DbcanaryLatencyAboveBaseline", "os"))
 		}, "| pages no fault owns | **1**: +18m0s pager firing LatencyAboveBaseline{target=os} |"},
+		"page due at the end, outside every fault": {func(h *History) {
+			n := page(at("20m"), StatusDue, "DbcanaryErrorBudgetBurn", "mq")
+			h.Notes = append(h.Notes, n)
+		}, "| pages no fault owns | **1**: +20m0s pager due ErrorBudgetBurn{target=mq} |"},
 		"ticket outside every window": {func(h *History) {
 			n := page(at("19m"), "firing", "DbcanaryCanaryStale", "mq")
 			n.Receiver = "ticket"
