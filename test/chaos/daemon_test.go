@@ -69,7 +69,7 @@ func (d *daemon) render() []byte {
 	var targets []any
 	for _, tg := range demo.Targets {
 		b, _ := tg["backend"].(string)
-		sec := map[string]any{}
+		var sec map[string]any
 		switch b {
 		case "cassandra":
 			tg["name"], sec = targetCas, d.cassandra()
