@@ -142,7 +142,7 @@ var targetLabel = regexp.MustCompile(`target="([^"]*)"`)
 
 // scrape reads one Sample from dbcanary's text exposition.
 func scrape(ctx context.Context, addr string) (history.Sample, error) {
-	s := history.Sample{At: time.Now(), LedgerLost: map[string]float64{}}
+	s := history.Sample{At: time.Now(), LedgerLost: map[string]float64{}, Load: stack.LoadAverage()}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)

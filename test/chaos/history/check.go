@@ -60,6 +60,9 @@ type Report struct {
 	Growth     []GrowthResult
 	Leftovers  []Leftover
 	LeftoverOK []bool
+	// The machine's load average over the samples (for the reader).
+	LoadSum, LoadMax float64
+	LoadN            int
 }
 
 // Check judges a recorded run.
@@ -83,6 +86,11 @@ func Check(h History, o Options) *Report {
 	}
 	r.Losses = losses(h)
 	r.Growth = growth(h.Samples, o.Growth)
+	for _, s := range h.Samples {
+		if s.Load > 0 {
+			r.LoadSum, r.LoadMax, r.LoadN = r.LoadSum+s.Load, max(r.LoadMax, s.Load), r.LoadN+1
+		}
+	}
 	for _, l := range h.Leftovers {
 		r.Leftovers = append(r.Leftovers, l)
 		r.LeftoverOK = append(r.LeftoverOK, l.Items == 0 || l.Oldest <= l.Allow)

@@ -35,7 +35,7 @@ func page(at time.Time, status, alert, target string) Note {
 func flat(n int, step time.Duration, start float64) []Sample {
 	var out []Sample
 	for i := range n {
-		out = append(out, Sample{At: t0.Add(time.Duration(i) * step), Start: start, RSS: 50 << 20, Goroutines: 120})
+		out = append(out, Sample{At: t0.Add(time.Duration(i) * step), Start: start, RSS: 50 << 20, Goroutines: 120, Load: 1.5})
 	}
 	return out
 }
@@ -67,7 +67,7 @@ func TestCheckPassing(t *testing.T) {
 	if r.Failed() {
 		t.Fatalf("a passing history failed:\n%s", tab)
 	}
-	for _, want := range []string{"| s3-stopped | TargetDown ≤ 4m0s | 1 | 1 | 0 | 0 | 0 | 0 | 3m0s |", "| cas-kill9-one | no page | 1 | 1 | 0 | 0 | 0 | 0 | — |", "| verdict | **PASS** |"} {
+	for _, want := range []string{"| s3-stopped | TargetDown ≤ 4m0s | 1 | 1 | 0 | 0 | 0 | 0 | 3m0s |", "| cas-kill9-one | no page | 1 | 1 | 0 | 0 | 0 | 0 | — |", "| verdict | **PASS** |", "| machine load average (1 min) while sampled | mean 1.5, highest 1.5 (40 samples) |"} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
 		}

@@ -61,6 +61,9 @@ type Sample struct {
 	// LedgerLost counts ledger checks that found an acknowledged write
 	// missing or corrupted (dbcanary_ledger_checks_total), by target.
 	LedgerLost map[string]float64 `json:"ledger_lost,omitempty"`
+	// Load is the machine's 1-minute load average when sampled: latency
+	// pages on a machine busier than its cores are the machine's.
+	Load float64 `json:"load1,omitempty"`
 }
 
 // Leftover is what a store still holds of the canary after the run.

@@ -101,6 +101,9 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 		}
 		fmt.Fprintf(b, "| canary data left in %s | %s: %d items, oldest %s, allowed %s %s |\n", l.Store, verdict, l.Items, time.Duration(l.Oldest).Round(time.Second), time.Duration(l.Allow), l.Detail)
 	}
+	if r.LoadN > 0 {
+		fmt.Fprintf(b, "| machine load average (1 min) while sampled | mean %.1f, highest %.1f (%d samples) |\n", r.LoadSum/float64(r.LoadN), r.LoadMax, r.LoadN)
+	}
 	verdict := "**PASS**"
 	if r.Failed() {
 		verdict = "**FAIL**"
