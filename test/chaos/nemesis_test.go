@@ -75,7 +75,7 @@ func catalogue() []fault {
 // the read_only_allow_delete block by itself once under the watermark).
 const (
 	floodStage    = `{"transient": {"cluster.routing.allocation.disk.threshold_enabled": true, "cluster.routing.allocation.disk.watermark.low": "1%", "cluster.routing.allocation.disk.watermark.high": "1%", "cluster.routing.allocation.disk.watermark.flood_stage": "1%", "cluster.info.update.interval": "10s"}}`
-	floodStageOff = `{"transient": {"cluster.routing.allocation.disk.threshold_enabled": null, "cluster.routing.allocation.disk.watermark.low": null, "cluster.routing.allocation.disk.watermark.high": null, "cluster.routing.allocation.disk.watermark.flood_stage": null, "cluster.info.update.interval": null}}`
+	floodStageOff = `{"persistent": {"cluster.blocks.create_index": null}, "transient": {"cluster.blocks.create_index": null, "cluster.routing.allocation.disk.threshold_enabled": null, "cluster.routing.allocation.disk.watermark.low": null, "cluster.routing.allocation.disk.watermark.high": null, "cluster.routing.allocation.disk.watermark.flood_stage": null, "cluster.info.update.interval": null}}`
 )
 
 // node is the fault's k-th node of n (1-based), from its sequence number:
@@ -154,8 +154,9 @@ func mqctl(args ...string) func(context.Context, *nemesis, history.Planned) (str
 	}
 }
 
-// floodOff resets the watermarks and lifts the block the flood stage set:
-// with the disk threshold off again no monitor would lift it.
+// floodOff resets the watermarks and lifts the blocks the flood stage set
+// (read-only indices; the cluster's create-index block, once every node
+// passed it): with the disk threshold off again no monitor would lift them.
 func floodOff(ctx context.Context, n *nemesis, p history.Planned) (string, error) {
 	a, err := osPut("/_cluster/settings", floodStageOff)(ctx, n, p)
 	if err != nil {
