@@ -43,7 +43,8 @@ INTEGRATION_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration.log
 FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # The integration packages run in two lanes beside test/pages, each one package at a time. The
 # second lane holds packages that stop no shared server, load none, and hold no latency to a
-# tolerance (promtool, podman, chromium, the secrets and leak checks, TLS on private servers);
+# tolerance (promtool, podman, chromium, the secrets and leak checks, TLS on private servers, the
+# upgrade from the previous release);
 # test/faults stops the shared servers and holds latency shifts to ±5 %, so it runs last, once the
 # second lane has ended. Everything else is the first lane.
 # The second lane runs under `nice -n $(LANE2_NICE)`, and the shared servers it uses
@@ -52,7 +53,7 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 # saw the second lane's CPU (two promtool processes, test/leak's 200 targets, a private OpenSearch
 # node's start) starve the shared OpenSearch until probes/opensearch timed out. One lane (~28 min):
 #   make test INTEGRATION_LANE2=
-INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls
+INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls ./test/upgrade
 INTEGRATION_LANE2 ?= $(INTEGRATION_LANE2_CANDIDATES)
 LANE2_NICE ?= 10
 LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra
@@ -60,7 +61,7 @@ INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
 
-.PHONY: chart-rules chart-boards chart-docs lint-rules-boards
+.PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
 .PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages soak-chaos test-pages vulncheck
 
 all: build
@@ -79,8 +80,9 @@ image: build
 deps: $(STATICCHECK)
 	$(GO) mod download
 	@for s in $(STACK)/*.sh; do case $$s in */lib.sh|*/demo-env.sh|*/seaweedfs.sh|*/k8s.sh) continue;; esac; bash $$s install || exit 1; done
-	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use.
-	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
+	@# prometheus3.sh (~6 min cold), seaweedfs.sh (~12 min cold) and k8s.sh (~6 min cold) serve make test-compat only: built there, on first use;
+	@# uplot.sh serves make board-picture only (installed there).
+	@for s in $(TOOLS)/*.sh; do case $$s in */prometheus3.sh|*/prometheus-operator.sh|*/uplot.sh) continue;; esac; bash $$s install >/dev/null || exit 1; done
 
 ## test: every test: lint, unit tests (race detector), config fuzzing, integration tests against real servers
 test: lint unit fuzz integration
@@ -97,6 +99,8 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags soakchaos ./test/chaos/
 	$(GO) vet -tags 'integration storeload' ./test/bench/
 	$(STATICCHECK) -tags 'integration storeload' ./test/bench/
+	$(GO) vet -tags boardpicture ./test/tools/boardshot/
+	$(STATICCHECK) -tags boardpicture ./test/tools/boardshot/
 	@$(MAKE) --no-print-directory lint-rules-boards
 
 ## lint-rules-boards: pint on the generated alert rules (.pint.hcl) and dashboard-linter on the boards (dashboards/.lint); both built and cached by test/stack/
@@ -154,7 +158,7 @@ test-compat-clusters:
 	@set -o pipefail; DBCANARY_CLUSTERS=1 DBCANARY_FIGURES_OUT=$(FIGURES) CLUSTERS_TABLE_OUT=$(CLUSTERS_TABLE) $(GO) test -tags integration -count=1 -v -timeout 60m ./test/clusters/; rc=$$?; \
 	echo "== page-quality rows of the node faults ($(CLUSTERS_TABLE))"; cat $(CLUSTERS_TABLE); exit $$rc
 
-## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
+## test-compat-stores: the store rows of docs/compatibility.md that make test does not run (test/compat: SeaweedFS's S3 gateway, Swift's s3api over https, OpenSearch 1.3.20 and its 429s, Cassandra 4.1.10 on Java 17; test/tls: expired Cassandra and RabbitMQ certificates), on servers of their own
 test-compat-stores:
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 60m ./test/compat/
 	DBCANARY_COMPAT=1 $(GO) test -tags integration -count=1 -v -timeout 20m -run '^TestExpiredServerCertificates$$' ./test/tls/
@@ -214,6 +218,10 @@ pages-stack:
 	@# A bin/ that is a real directory holds only binaries built again for this stack: the link replaces it.
 	@if [ -d $(PAGES_STACK_DIR)/bin ] && [ ! -L $(PAGES_STACK_DIR)/bin ]; then rm -rf $(PAGES_STACK_DIR)/bin; fi
 	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(PAGES_STACK_DIR)/bin
+
+## board-picture: docs/board-overview.png, the overview board drawn by test/tools/boardshot (uPlot in headless Chromium, not Grafana) from a real Prometheus scraping the demo config for BOARD_PICTURE_WARMUP + BOARD_PICTURE_RANGE (5m + 13m) with OpenSearch slowed by toxiproxy for 3 of them (not in make test)
+board-picture:
+	$(GO) test -tags boardpicture -run '^TestBoardPicture$$' -count=1 -v -timeout 40m ./test/tools/boardshot/
 
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:

@@ -40,6 +40,13 @@ type BenchProfile struct {
 	Notes func(p BenchParams) []string
 }
 
+// BenchNoter is a probe with sentences for a bench report about the store it
+// ran against: a server setting that shapes the figures (Cassandra's
+// commitlog_sync). The bench asks once, after the last stage.
+type BenchNoter interface {
+	BenchNotes() []string
+}
+
 // BenchParams are the bench command line's settings; zero values take the
 // profile's defaults (BenchProfile.Defaults).
 type BenchParams struct {

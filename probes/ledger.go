@@ -216,12 +216,33 @@ func (s *LedgerStore) Open(o LedgerOptions) *Ledger {
 	l.seq = s.counters(l)
 	if path != "" {
 		l.mu.Lock()
+		l.removeCrashLeftovers()
 		l.load()
 		l.publish()
 		l.mu.Unlock()
 	}
 	s.open[id] = l
 	return l
+}
+
+// removeCrashLeftovers deletes the temporary files of this ledger that a
+// crash during a save left behind (save's names: <file>.tmp<digits>), so
+// kill -9s do not pile files up in the state directory. No other file matches.
+func (l *Ledger) removeCrashLeftovers() {
+	dir, prefix := filepath.Dir(l.path), filepath.Base(l.path)+".tmp"
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return // load says what is wrong with the directory
+	}
+	for _, de := range des {
+		rest, ok := strings.CutPrefix(de.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !de.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, de.Name())); err == nil {
+			l.logger.Info("durability ledger: removed the temporary file a crash during a save left", "file", de.Name())
+		}
+	}
 }
 
 // load reads the file; any problem starts a fresh ledger, logged.

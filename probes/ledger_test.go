@@ -141,6 +141,37 @@ func TestSurvivesRestartAndCorruptFileStartsFresh(t *testing.T) {
 	}
 }
 
+// TestRemovesTemporaryFileOfACrash: a kill -9 during a save leaves the
+// temporary file (test/upgrade met one); the next open removes it, so
+// crashes do not pile files up in the state directory, and keeps the ledger.
+func TestRemovesTemporaryFileOfACrash(t *testing.T) {
+	dir := t.TempDir()
+	l := openIn(t, dir, "crash")
+	if err := l.Add(entry("k1", time.Now().Add(-time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	name := LedgerFileName("i1", "crash", "test")
+	left := filepath.Join(dir, name+".tmp123456")
+	other := filepath.Join(dir, LedgerFileName("i1", "other", "test")+".tmp654321") // another target's
+	for _, p := range []string{left, other} {
+		if err := os.WriteFile(p, []byte(`{"version":1,"entr`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = openIn(t, dir, "crash")
+	defer l.Close()
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary file a crash left is still there after the open: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another target's temporary file was touched: %v", err)
+	}
+	if n, _ := l.Stats(time.Now()); n != 1 {
+		t.Fatalf("%d entries after the open, want the 1 saved", n)
+	}
+}
+
 func TestBounded(t *testing.T) {
 	l := NewLedgerStore("").Open(LedgerOptions{Target: "full", Backend: "test", Instance: "i1", MaxEntries: 3})
 	defer l.Close()

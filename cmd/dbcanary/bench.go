@@ -38,6 +38,8 @@ type benchFlags struct {
 	params   []string
 	grace    time.Duration
 	cpuProf  string
+	shard    string
+	startAt  string
 }
 
 // newBenchCmd is `dbcanary bench --profile X`: a reference benchmark run with
@@ -79,6 +81,9 @@ machine's loopback interface unless --yes is given.`,
 	fl.StringArrayVar(&f.params, "param", nil, "A parameter of the profile, name=value (repeat the flag for several):"+profileParams()+".")
 	fl.DurationVar(&f.grace, "cleanup-timeout", 30*time.Second, "How long removing the run's namespace may take at the end.")
 	fl.StringVar(&f.cpuProf, "cpuprofile", "", "Write a Go CPU profile of the run to this file (go tool pprof), to see where the client path spends its time.")
+	fl.StringVar(&f.shard, "shard", "", "Run as driver INDEX of COUNT (e.g. 0/4; INDEX from 0), each in a namespace of its own; `dbcanary bench merge` adds their JSON reports into one. COUNT above 1 needs --start-at.")
+	fl.StringVar(&f.startAt, "start-at", "", "Start the first stage at this time (RFC 3339, e.g. 2026-12-06T03:00:00Z), the same for every driver; each later stage at its place in the common schedule.")
+	cmd.AddCommand(newBenchMergeCmd(stdout, stderr))
 	return cmd
 }
 
@@ -91,6 +96,10 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 		return fmt.Errorf("--profile: unknown profile %q (one of %s)", f.profile, strings.Join(profileNames(), ", "))
 	}
 	p, err := f.benchParams(cmd, prof)
+	if err != nil {
+		return usageError(err)
+	}
+	sh, err := f.shardOf(stderr)
 	if err != nil {
 		return usageError(err)
 	}
@@ -126,23 +135,12 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 	}
 	pr := newProgress(stderr, 0)
 	rep, runErr := bench.Run(ctx, bench.Options{Profile: prof, Params: p, Config: cfg, Target: f.target, Yes: f.yes, Baseline: base,
-		Logger: logger, Progress: pr.update, Version: ver, Host: host, Grace: f.grace})
+		Logger: logger, Progress: pr.update, Version: ver, Host: host, Grace: f.grace, Shard: sh})
 	pr.done()
 	if rep == nil {
 		return runErr
 	}
-	if f.jsonOut == "-" {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
-		if err == nil && f.jsonOut != "" {
-			err = writeWith(f.jsonOut, rep.WriteJSON, stderr)
-		}
-	}
-	if err == nil && f.htmlOut != "" {
-		err = writeWith(f.htmlOut, rep.WriteHTML, stderr)
-	}
-	if err != nil {
+	if err := writeReport(rep, f.jsonOut, f.htmlOut, stdout, stderr); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -153,6 +151,24 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags, stdout, stderr 
 		return exitError{code: exitFailed}
 	}
 	return nil
+}
+
+// writeReport writes the tables to stdout (or the JSON with jsonOut "-"),
+// and the JSON and HTML files asked for.
+func writeReport(rep *bench.Report, jsonOut, htmlOut string, stdout, stderr io.Writer) error {
+	var err error
+	if jsonOut == "-" {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+		if err == nil && jsonOut != "" {
+			err = writeWith(jsonOut, rep.WriteJSON, stderr)
+		}
+	}
+	if err == nil && htmlOut != "" {
+		err = writeWith(htmlOut, rep.WriteHTML, stderr)
+	}
+	return err
 }
 
 // startCPUProfile writes a Go CPU profile to path until stop is called (--cpuprofile).
@@ -205,19 +221,28 @@ func profileNames() []string {
 	return names
 }
 
+// writeWith writes path whole or not at all (a temporary file renamed into
+// place), so a reader waiting for it (bench merge --wait) never reads half a report.
 func writeWith(path string, write func(io.Writer) error, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	out, err := os.Create(path)
+	out, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(out.Name()) // after the rename: nothing to remove
 	if err := write(out); err != nil {
 		out.Close()
 		return err
 	}
 	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(out.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(out.Name(), path); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, "bench: wrote", path)

@@ -132,6 +132,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"right":   func(t Table, i int) bool { return i < len(t.RightAlign) && t.RightAlign[i] },
 	"utc":     func(r *Report) string { return r.Started.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"secs":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"mib":     func(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -160,6 +161,9 @@ svg .t{font-size:12.5px;font-weight:600;fill:#1d2125}svg .a{font-size:11px;fill:
 <p>{{range .R.Params}}<code>{{.Name}}={{.Value}}</code>{{end}}</p>
 <p>{{.R.Verified}}</p>
 <p>Failed ops in measured stages: <b id="failed">{{.R.Failed}}</b></p>
+{{with .R.Reproduces}}<p>Reproduces: {{.}}</p>{{end}}
+{{with .R.PeakRSSBytes}}<p>Peak RSS of dbcanary: <b id="peak-rss">{{mib .}}</b></p>{{end}}
+{{with .R.Shard}}<p id="shard">{{.Describe}}</p>{{end}}
 {{with .R.Notes}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </section>
 {{range $t := .R.Tables}}<section class="table" id="table-{{$t.ID}}"><h2>{{$t.Title}}</h2>

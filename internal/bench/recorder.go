@@ -24,6 +24,12 @@ type opRecord struct {
 	causes              map[probes.Cause]uint64
 	bytesSent, bytesRcv int64
 	series              []*interval
+	// async: an event-driven op (no worker runs it, no in-flight count).
+	async bool
+	// ran counts the ops that ran (every one but backlog failures), busy
+	// their time in flight (request sent to end): Little's law's inputs.
+	ran  uint64
+	busy time.Duration
 }
 
 // interval is one step of the plots: completions and their latencies.
@@ -73,6 +79,7 @@ func (s *stageRecord) record(smp engine.Sample) {
 	if !smp.Async {
 		s.n.Add(1) // the progress line counts the ops the stage runs
 	}
+	ran := !smp.Async && probes.CauseOf(smp.Err) != probes.CauseBacklog
 
 	i := min(max(int(smp.End.Sub(s.start)/s.step), 0), maxIntervals-1)
 	o.mu.Lock()
@@ -83,6 +90,11 @@ func (s *stageRecord) record(smp engine.Sample) {
 	iv := o.series[i]
 	iv.latency.Record(lat)
 	o.latency.Record(lat)
+	o.async = smp.Async
+	if ran {
+		o.ran++
+		o.busy += smp.End.Sub(smp.Sent)
+	}
 	o.bytesSent += smp.BytesSent
 	o.bytesRcv += smp.BytesReceived
 	if smp.Err != nil {
@@ -113,43 +125,32 @@ func (s *stageRecord) snapshot() (n, failed uint64, p50, p99 time.Duration) {
 	return s.n.Load(), s.failed.Load(), p50, p99
 }
 
-// report turns the stage into its report section.
-func (s *stageRecord) report() StageReport {
+// report turns the stage into its report section; sampled holds its
+// in-flight samples (nil: none were taken).
+func (s *stageRecord) report(sampled *sampler) StageReport {
+	if sampled == nil {
+		sampled = &sampler{ops: map[string]*inFlightGauge{}}
+	}
 	secs := s.result.End.Sub(s.result.Start).Seconds()
 	sr := StageReport{Name: s.spec.Name, Group: s.spec.Group, Setup: s.spec.Setup, Workers: s.spec.Workers, Rate: s.spec.Rate,
-		Mode: s.spec.mode(), Seconds: secs, Issued: s.result.Issued, Step: s.step.Seconds()}
+		Mode: s.spec.mode(), Seconds: secs, Issued: s.result.Issued, Step: s.step.Seconds(), Started: s.result.Start, Ended: s.result.End}
 	s.mu.Lock()
 	names := slices.Sorted(maps.Keys(s.ops))
-	sr.Overall = summarize(s.overall)
+	sr.Overall, sr.OverallHist = summarize(s.overall), s.overall.Snapshot()
 	s.mu.Unlock()
+	var ran uint64
+	var busy time.Duration
 	for _, name := range names {
 		o := s.ops[name]
 		o.mu.Lock()
-		r := OpReport{Op: name, OK: o.ok, Failed: o.failed, BytesSent: o.bytesSent, BytesReceived: o.bytesRcv,
-			Latency: summarize(o.latency), Service: summarize(o.service)}
-		r.Count = o.ok + o.failed
-		if secs > 0 {
-			r.Throughput = float64(o.ok) / secs
-			r.MiBps = float64(max(o.bytesRcv, o.bytesSent)) / secs / (1 << 20)
-		}
-		if r.Count > 0 {
-			r.ErrorRate = float64(o.failed) / float64(r.Count)
-		}
-		if len(o.causes) > 0 {
-			r.Causes = map[string]uint64{}
-			for c, n := range o.causes {
-				r.Causes[string(c)] = n
+		r := o.report(name, secs, s.step.Seconds())
+		if !o.async {
+			g := sampled.ops[name]
+			if g == nil {
+				g = &inFlightGauge{}
 			}
-		}
-		if len(o.phases) > 0 {
-			r.Phases = map[string]Summary{}
-			for p, h := range o.phases {
-				r.Phases[p] = summarize(h)
-			}
-		}
-		for i, iv := range o.series {
-			r.Series = append(r.Series, Point{T: float64(i+1) * s.step.Seconds(), OpsPerSec: float64(iv.ok) / s.step.Seconds(),
-				ErrorsPerSec: float64(iv.failed) / s.step.Seconds(), P50: ms(iv.latency.Quantile(0.5)), P99: ms(iv.latency.Quantile(0.99)), Max: ms(iv.latency.Max())})
+			r.Concurrency = concurrencyOf(s.spec.Workers, o.ran, o.busy, secs, *g)
+			ran, busy = ran+o.ran, busy+o.busy
 		}
 		o.mu.Unlock()
 		sr.Ops = append(sr.Ops, r)
@@ -157,7 +158,54 @@ func (s *stageRecord) report() StageReport {
 			sr.Throughput += float64(r.OK) / secs
 		}
 	}
+	sr.Concurrency = concurrencyOf(s.spec.Workers, ran, busy, secs, sampled.total)
 	return sr
+}
+
+// report is the op's section of a stage of secs seconds plotted in steps
+// of step seconds; the caller holds o.mu.
+func (o *opRecord) report(name string, secs, step float64) OpReport {
+	r := OpReport{Op: name, OK: o.ok, Failed: o.failed, BytesSent: o.bytesSent, BytesReceived: o.bytesRcv,
+		Latency: summarize(o.latency), Service: summarize(o.service),
+		Histograms: OpHistograms{Latency: o.latency.Snapshot(), Service: o.service.Snapshot()}}
+	r.Count = o.ok + o.failed
+	r.rates(secs)
+	if len(o.causes) > 0 {
+		r.Causes = map[string]uint64{}
+		for c, n := range o.causes {
+			r.Causes[string(c)] = n
+		}
+	}
+	if len(o.phases) > 0 {
+		r.Phases = map[string]Summary{}
+		r.Histograms.Phases = map[string]hist.Snapshot{}
+		for p, h := range o.phases {
+			r.Phases[p] = summarize(h)
+			r.Histograms.Phases[p] = h.Snapshot()
+		}
+	}
+	for i, iv := range o.series {
+		r.Series = append(r.Series, pointOf(float64(i+1)*step, step, iv.ok, iv.failed, iv.latency))
+	}
+	return r
+}
+
+// rates sets the op's throughput, bandwidth and error rate over secs.
+func (r *OpReport) rates(secs float64) {
+	if secs > 0 {
+		r.Throughput = float64(r.OK) / secs
+		r.MiBps = float64(max(r.BytesReceived, r.BytesSent)) / secs / (1 << 20)
+	}
+	if r.Count > 0 {
+		r.ErrorRate = float64(r.Failed) / float64(r.Count)
+	}
+}
+
+// pointOf is the plot interval ending at t, of step seconds.
+func pointOf(t, step float64, ok, failed uint64, lat *hist.Histogram) Point {
+	snap := lat.Snapshot()
+	return Point{T: t, OK: ok, Failed: failed, OpsPerSec: float64(ok) / step, ErrorsPerSec: float64(failed) / step,
+		P50: ms(lat.Quantile(0.5)), P99: ms(lat.Quantile(0.99)), Max: ms(lat.Max()), Latency: &snap}
 }
 
 func summarize(h *hist.Histogram) Summary {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dbcanary/dbcanary/internal/hist"
 )
 
 // Report is a bench run: what ran, every stage's figures, and the tables
@@ -25,6 +27,10 @@ type Report struct {
 	Started     time.Time `json:"started"`
 	Finished    time.Time `json:"finished"`
 	Params      []Param   `json:"params"`
+	// Shard is set when the run was one driver of several (--shard i/N).
+	Shard *Shard `json:"shard,omitempty"`
+	// Drivers are the merged reports' own rows (`dbcanary bench merge`).
+	Drivers []Driver `json:"drivers,omitempty"`
 	// Verified says what every read was checked against.
 	Verified string        `json:"verified"`
 	Stages   []StageReport `json:"stages"`
@@ -32,6 +38,12 @@ type Report struct {
 	Notes    []string      `json:"notes,omitempty"`
 	// Failed counts failed ops over every measured stage.
 	Failed uint64 `json:"failed"`
+	// Reproduces names the reference run and the document it comes from.
+	Reproduces string `json:"reproduces,omitempty"`
+	// PeakRSSBytes is dbcanary's peak resident set size over the whole run
+	// (getrusage ru_maxrss; 0 where the system does not say); in a merged
+	// report, the largest driver's.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Param is one setting of the run.
@@ -52,10 +64,17 @@ type StageReport struct {
 	Issued  int64   `json:"issued"`
 	// Step is the width of a plot interval, in seconds.
 	Step float64 `json:"step_seconds"`
+	// Started and Ended bound the measured window (merged: the common window
+	// of the drivers, where they all ran).
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
 	// Overall and Throughput are over every op of the stage (successes / s).
-	Overall    Summary    `json:"overall_latency_ms"`
-	Throughput float64    `json:"throughput_ops_per_s"`
-	Ops        []OpReport `json:"ops"`
+	Overall     Summary       `json:"overall_latency_ms"`
+	OverallHist hist.Snapshot `json:"overall_latency_histogram"`
+	Throughput  float64       `json:"throughput_ops_per_s"`
+	// Concurrency is over every scheduled op of the stage.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	Ops         []OpReport   `json:"ops"`
 }
 
 // Op returns the stage's figures of op (nil when it has none).
@@ -83,7 +102,20 @@ type OpReport struct {
 	Latency       Summary            `json:"latency_ms"`
 	Service       Summary            `json:"service_time_ms"`
 	Phases        map[string]Summary `json:"phases_ms,omitempty"`
-	Series        []Point            `json:"series"`
+	// Histograms are the raw buckets behind Latency, Service and Phases:
+	// `dbcanary bench merge` adds them bucket by bucket.
+	Histograms OpHistograms `json:"histograms"`
+	// Concurrency is nil for an event-driven op (no worker runs it).
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	Series      []Point      `json:"series"`
+}
+
+// OpHistograms are an op's latency (from the slot), service time (from the
+// call) and phase histograms, as raw buckets.
+type OpHistograms struct {
+	Latency hist.Snapshot            `json:"latency"`
+	Service hist.Snapshot            `json:"service_time"`
+	Phases  map[string]hist.Snapshot `json:"phases,omitempty"`
 }
 
 // Summary is a latency distribution in milliseconds.
@@ -101,14 +133,18 @@ type Summary struct {
 	Max   float64 `json:"max"`
 }
 
-// Point is one plot interval ending at T seconds into the stage.
+// Point is one plot interval ending at T seconds into the stage, with its
+// ok and failed ops and the raw latency buckets of both.
 type Point struct {
-	T            float64 `json:"t"`
-	OpsPerSec    float64 `json:"ops_per_s"`
-	ErrorsPerSec float64 `json:"errors_per_s"`
-	P50          float64 `json:"p50_ms"`
-	P99          float64 `json:"p99_ms"`
-	Max          float64 `json:"max_ms"`
+	T            float64        `json:"t"`
+	OK           uint64         `json:"ok"`
+	Failed       uint64         `json:"failed"`
+	Latency      *hist.Snapshot `json:"latency_histogram,omitempty"`
+	OpsPerSec    float64        `json:"ops_per_s"`
+	ErrorsPerSec float64        `json:"errors_per_s"`
+	P50          float64        `json:"p50_ms"`
+	P99          float64        `json:"p99_ms"`
+	Max          float64        `json:"max_ms"`
 }
 
 // Table is one table as printed; Verdicts, when set, holds a row's verdict
@@ -135,11 +171,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dbcanary bench --profile %s: %s\n", r.Profile, r.Description)
 	fmt.Fprintf(&b, "target %s (%s), %s; dbcanary %s on %s, %s\n", r.Target, r.Backend, r.Namespace, r.Version, r.Host, r.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if r.Shard != nil {
+		fmt.Fprintf(&b, "%s\n", r.Shard.Describe())
+	}
 	var ps []string
 	for _, p := range r.Params {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	fmt.Fprintf(&b, "%s\n%s\n", strings.Join(ps, " "), r.Verified)
+	if r.Reproduces != "" {
+		fmt.Fprintf(&b, "Reproduces: %s\n", r.Reproduces)
+	}
+	if r.PeakRSSBytes > 0 {
+		fmt.Fprintf(&b, "Peak RSS of dbcanary: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	}
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		t.writeText(&b)

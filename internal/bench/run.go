@@ -43,6 +43,8 @@ type Options struct {
 	Host     string
 	// Grace bounds the probe's cleanup at the end.
 	Grace time.Duration
+	// Shard makes the run one driver of several (nil: the only one).
+	Shard *Shard
 }
 
 // setupCap bounds a stage that has only an op count, so a bench always ends.
@@ -70,14 +72,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	stages := prof.stages(p)
-	instance := engine.EphemeralInstanceID(o.Config.Global.InstanceID, "bench")
+	instance := engine.EphemeralInstanceID(o.Config.Global.InstanceID, o.Shard.kind())
 	load, err := engine.NewLoad(t, instance, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Profile: prof.Name, Description: prof.Description, Target: t.Name, Backend: t.Backend, Instance: instance,
+	r := &Report{Profile: prof.Name, Description: prof.Description, Reproduces: prof.Reproduces, Target: t.Name, Backend: t.Backend, Instance: instance,
 		Namespace: load.Namespace(), Version: o.Version, Host: o.Host, Started: time.Now(), Params: params(prof, p),
-		Verified: prof.verified(), Notes: prof.notes(p)}
+		Verified: prof.verified(), Notes: prof.notes(p), Shard: o.Shard}
 	defer func() {
 		if err := load.Close(o.Grace); err != nil {
 			r.Notes = append(r.Notes, "cleanup: "+err.Error())
@@ -91,60 +93,94 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := load.Prepare(ctx); err != nil {
 		return nil, fmt.Errorf("preparing target %s: %w", t.Name, err)
 	}
-	var runErr error
-	for i, st := range stages {
-		label := fmt.Sprintf("[%s] %d/%d %s", prof.Name, i+1, len(stages), st.Name)
-		sr, err := runStage(ctx, load, st, label, show, t.Timeout)
-		if sr != nil {
-			r.Stages = append(r.Stages, *sr)
-			if !st.Setup {
-				for _, op := range sr.Ops {
-					r.Failed += op.Failed
-				}
-			}
-		}
-		if err != nil {
-			runErr = err
-			break
-		}
-	}
+	runErr := runStages(ctx, load, stages, r, o.Shard, show, t.Timeout)
 	r.Finished = time.Now()
+	r.Notes = append(r.Notes, load.BenchNotes()...)
+	r.PeakRSSBytes = peakRSS()
 	rf := refs{b: o.Baseline, sources: prof.Sources, noRates: prof.TotalRates}
-	r.Tables = tables(r, rf, prof.Tables(p))
+	r.Tables = append(tables(r, rf, prof.Tables(p)), concurrencyTable(r))
 	if runErr != nil {
 		r.Notes = append(r.Notes, "interrupted: "+runErr.Error())
 	}
 	return r, runErr
 }
 
-// runStage runs one stage, after its warm-up, and returns its report (nil
-// when the warm-up failed).
+// runStages runs the stages in order into r, each at its place in the
+// drivers' common schedule when the run is one of several (see Shard.plan).
+func runStages(ctx context.Context, load *engine.Load, stages []stageSpec, r *Report, sh *Shard, show func(string, bool), timeout time.Duration) error {
+	var plan time.Time
+	if sh != nil {
+		plan = sh.StartAt
+	}
+	// wait waits for the common schedule's time t (zero: none), noting lateness.
+	wait := func(t time.Time, label, what string) error {
+		if t.IsZero() {
+			return nil
+		}
+		late, err := waitUntil(ctx, t, label, show)
+		if late > 100*time.Millisecond {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s started %s after the drivers' common schedule (%s)", what, late.Round(time.Millisecond), t.UTC().Format(time.RFC3339Nano)))
+		}
+		return err
+	}
+	for i, st := range stages {
+		label := fmt.Sprintf("[%s] %d/%d %s", r.Profile, i+1, len(stages), st.Name)
+		if err := wait(plan, label, "stage "+st.Name); err != nil {
+			return err
+		}
+		if err := warmUp(ctx, load, st, label, show); err != nil {
+			return err
+		}
+		if err := wait(measureAt(plan, st), label, "the measured part of stage "+st.Name); err != nil {
+			return err
+		}
+		sr, err := runStage(ctx, load, st, label, show, timeout)
+		r.Stages = append(r.Stages, *sr)
+		if !st.Setup {
+			for _, op := range sr.Ops {
+				r.Failed += op.Failed
+			}
+		}
+		if err != nil {
+			return err
+		}
+		plan = nextPlan(plan, st)
+	}
+	return nil
+}
+
+// warmUp runs the stage for its warm-up, unrecorded.
+func warmUp(ctx context.Context, load *engine.Load, st stageSpec, label string, show func(string, bool)) error {
+	if st.Warmup <= 0 {
+		return nil
+	}
+	warm := st.Stage
+	warm.Duration, warm.MaxOps = st.Warmup, 0
+	load.SetSink(nil)
+	stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
+	_, err := load.Run(ctx, warm)
+	load.Drain(ctx, 5*time.Second)
+	stop()
+	return err
+}
+
+// runStage runs one stage's measured part and returns its report.
 func runStage(ctx context.Context, load *engine.Load, st stageSpec, label string, show func(string, bool), timeout time.Duration) (*StageReport, error) {
 	if st.Duration <= 0 {
 		st.Duration = setupCap
 	}
-	if st.Warmup > 0 {
-		warm := st.Stage
-		warm.Duration, warm.MaxOps = st.Warmup, 0
-		load.SetSink(nil)
-		stop := ticker(func(force bool) { show(fmt.Sprintf("%s  warm-up %s", label, st.Warmup), force) })
-		_, err := load.Run(ctx, warm)
-		load.Drain(ctx, 5*time.Second)
-		stop()
-		if err != nil {
-			return nil, err
-		}
-	}
 	rec := newStageRecord(st, time.Now())
 	load.SetSink(rec.record)
 	stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
+	stopSampler := startSampler(load, sampleEvery)
 	var err error
 	rec.result, err = load.Run(ctx, st.Stage)
+	sampled := stopSampler()
 	load.Drain(ctx, min(10*time.Second, timeout))
 	load.SetSink(nil)
 	stop()
 	show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
-	sr := rec.report()
+	sr := rec.report(sampled)
 	return &sr, err
 }
 

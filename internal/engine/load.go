@@ -282,6 +282,15 @@ func (l *Load) Drain(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// BenchNotes are the probe's sentences for a bench report about the store
+// it ran against (probes.BenchNoter), nil when it has none.
+func (l *Load) BenchNotes() []string {
+	if n, ok := l.r.probe.(probes.BenchNoter); ok {
+		return n.BenchNotes()
+	}
+	return nil
+}
+
 // Namespace names the probe's namespace in the store, when it can.
 func (l *Load) Namespace() string {
 	if n, ok := l.r.probe.(Namespacer); ok {
@@ -300,6 +309,16 @@ func (l *Load) Close(grace time.Duration) error {
 		return err
 	case <-time.After(max(grace, time.Second)):
 		return fmt.Errorf("target %s: probe did not close within %s", l.r.target.Name, grace)
+	}
+}
+
+// InFlight calls f with each scheduled op's runs in flight at this moment
+// (event-driven ops are not run by a worker and have none).
+func (l *Load) InFlight(f func(op string, n int64)) {
+	for _, s := range l.r.ops {
+		if !s.op.Async {
+			f(s.op.Name, s.active.Load())
+		}
 	}
 }
 

@@ -78,6 +78,8 @@ type opState struct {
 	op     config.Op
 	obs    *metrics.OpObservers
 	health health // latest outcome; guarded by runner.stateMu
+	// active counts the op's runs in flight now (bench samples it: Load.InFlight).
+	active atomic.Int64
 }
 
 // health is what an op's (or Prepare's) latest outcome says of the target.
@@ -388,6 +390,8 @@ func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
 		r.inFlight.Inc()
 		defer r.inFlight.Dec()
 	}
+	j.op.active.Add(1)
+	defer j.op.active.Add(-1)
 	// The deadline counts from the intended start, like latency: an op that
 	// waited for a slot has less time left, so no latency exceeds the timeout
 	// by more than the scheduling slack.

@@ -7,6 +7,8 @@
 package hist
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"time"
@@ -28,7 +30,7 @@ type Histogram struct {
 	bits     uint
 	counts   []uint64
 	n        uint64
-	sum      float64 // ns
+	sum      int64 // ns: integral, so a merge adds it exactly
 	min, max time.Duration
 }
 
@@ -68,7 +70,7 @@ func (h *Histogram) Record(d time.Duration) {
 		h.max = d
 	}
 	h.n++
-	h.sum += float64(d)
+	h.sum += int64(d)
 	h.counts[h.index(int64(d))]++
 }
 
@@ -86,7 +88,7 @@ func (h *Histogram) Mean() time.Duration {
 	if h.n == 0 {
 		return 0
 	}
-	return time.Duration(h.sum / float64(h.n))
+	return time.Duration(float64(h.sum) / float64(h.n))
 }
 
 // Quantile returns the value at q (0..1): the middle of the bucket holding
@@ -114,4 +116,87 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 		}
 	}
 	return h.max
+}
+
+// Bits is the layout's resolution: 2^Bits sub-buckets per power of two.
+func (h *Histogram) Bits() uint { return h.bits }
+
+// Merge adds o's values to h: the result is the histogram of the union of
+// both value sets, bucket for bucket (count, sum, min and max exact).
+func (h *Histogram) Merge(o *Histogram) error {
+	if o.bits != h.bits {
+		return fmt.Errorf("histograms of different resolutions (%d and %d sub-bucket bits) cannot be merged", h.bits, o.bits)
+	}
+	if o.n == 0 {
+		return nil
+	}
+	if h.n == 0 || o.min < h.min {
+		h.min = o.min
+	}
+	h.max = max(h.max, o.max)
+	h.n += o.n
+	h.sum += o.sum
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	return nil
+}
+
+// Snapshot is a histogram as a report stores it: every non-empty bucket as
+// [its lowest value in ns, its count], ascending, beside the exact count,
+// sum, min and max. FromSnapshot turns it back into the same histogram.
+type Snapshot struct {
+	Bits    uint       `json:"sub_bucket_bits"`
+	Count   uint64     `json:"count"`
+	SumNS   int64      `json:"sum_ns"`
+	MinNS   int64      `json:"min_ns"`
+	MaxNS   int64      `json:"max_ns"`
+	Buckets [][2]int64 `json:"buckets"`
+}
+
+// Snapshot returns the histogram's raw buckets.
+func (h *Histogram) Snapshot() Snapshot {
+	s := Snapshot{Bits: h.bits, Count: h.n, SumNS: h.sum, MinNS: int64(h.min), MaxNS: int64(h.max), Buckets: [][2]int64{}}
+	for i, c := range h.counts {
+		if c > 0 {
+			low, _ := h.bucket(i)
+			s.Buckets = append(s.Buckets, [2]int64{low, int64(c)})
+		}
+	}
+	return s
+}
+
+// FromSnapshot rebuilds a histogram, checking that the snapshot is one: a
+// known resolution, ascending bucket bounds of that layout, positive counts
+// that add up to Count, and min <= max.
+func FromSnapshot(s Snapshot) (*Histogram, error) {
+	if s.Bits < 1 || s.Bits > 10 {
+		return nil, fmt.Errorf("sub_bucket_bits %d: want 1..10", s.Bits)
+	}
+	h := New(s.Bits)
+	var total uint64
+	last := -1
+	for _, b := range s.Buckets {
+		i := h.index(b[0])
+		if low, _ := h.bucket(i); low != b[0] || b[0] < 0 {
+			return nil, fmt.Errorf("bucket %d ns is not a bucket bound of a %d-bit layout", b[0], s.Bits)
+		}
+		if i <= last {
+			return nil, errors.New("buckets are not in ascending order")
+		}
+		if b[1] <= 0 {
+			return nil, fmt.Errorf("bucket %d ns: count %d, want at least 1", b[0], b[1])
+		}
+		last = i
+		h.counts[i] = uint64(b[1])
+		total += uint64(b[1])
+	}
+	if total != s.Count {
+		return nil, fmt.Errorf("buckets hold %d values, count says %d", total, s.Count)
+	}
+	if s.Count > 0 && s.MinNS > s.MaxNS {
+		return nil, fmt.Errorf("min_ns %d above max_ns %d", s.MinNS, s.MaxNS)
+	}
+	h.n, h.sum, h.min, h.max = s.Count, s.SumNS, time.Duration(s.MinNS), time.Duration(s.MaxNS)
+	return h, nil
 }

@@ -12,7 +12,7 @@ const benchVerified = "Cassandra rows byte for byte"
 
 // benchProfiles are the reference benchmarks of Cassandra (`dbcanary bench`).
 func benchProfiles() []probes.BenchProfile {
-	return []probes.BenchProfile{mixedProfile(), ycsbAProfile()}
+	return []probes.BenchProfile{mixedProfile(), ycsbAProfile(), maxWriteProfile(), readWriteProfile(), recycleProfile()}
 }
 
 // withProfile is the target's section running one of the probe's profiles.

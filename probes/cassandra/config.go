@@ -60,6 +60,9 @@ type Config struct {
 	// Ledger configures the durability ledger (ledger.go); its ages are
 	// bounded by the ttl.
 	Ledger probes.LedgerConfig `yaml:"ledger"`
+
+	// kv shapes the kv table (profileKV): set by the bench profiles only, never from YAML.
+	kv kvConfig
 }
 
 // Replication is the canary keyspace's replication, used only when creating it.
@@ -315,6 +318,9 @@ func (c *Config) consistency(op string) gocql.Consistency {
 }
 
 func (c *Config) opNames() []string {
+	if c.Profile == profileKV {
+		return []string{OpBatchInsert, OpInsert, OpRead}
+	}
 	if c.Profile == ProfileYCSBA {
 		return []string{OpRead, OpUpdate}
 	}
@@ -324,6 +330,9 @@ func (c *Config) opNames() []string {
 // Ops implements probes.Config. Default rates encode the reference ratios:
 // insert:read 1:4 (cassandra-stress mixed run), read:update 95:5 (YCSB A).
 func (c *Config) Ops() []probes.OpSpec {
+	if c.Profile == profileKV {
+		return c.kvOps()
+	}
 	if c.Profile == ProfileYCSBA {
 		return append([]probes.OpSpec{
 			{Name: OpRead, DefaultRate: 0.95, Received: float64(10 * c.YCSBA.FieldLength), Help: "read a whole usertable row this instance wrote and compare the 10 fields byte for byte"},

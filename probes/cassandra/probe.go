@@ -31,6 +31,7 @@ type Probe struct {
 	stmts      statements
 	pool       payloadPool
 	ring       *keyRing // mixed_workload
+	kv         *kvState // rama_kv (bench only)
 	recs       *records // ycsb_a
 	ledger     *probes.Ledger
 	ledgerW    gocql.Consistency // the ledger's write level
@@ -51,6 +52,7 @@ type statements struct {
 	insert, read         string
 	ycsbInsert, ycsbRead string
 	ycsbUpdate           [ycsbFields]string
+	kvInsert, kvRead     string
 	ledgerWrite          string
 	ledgerRead           string
 }
@@ -87,6 +89,8 @@ func New(t probes.Target) (*Probe, error) {
 	}
 	ks := cfg.Keyspace
 	switch cfg.Profile {
+	case profileKV:
+		p.kvStatements()
 	case ProfileYCSBA:
 		if p.instance == "" {
 			return nil, errors.New("cassandra: the ycsb_a profile needs an instance id (its keys are <instance>-<n>)")
@@ -143,6 +147,12 @@ func (p *Probe) run(ctx context.Context, s *gocql.Session, op string, out *probe
 		return p.ycsbRead(ctx, s, out)
 	case p.recs != nil && op == OpUpdate:
 		return p.update(ctx, s, out)
+	case p.kv != nil && op == OpBatchInsert:
+		return p.batchInsert(ctx, s, out)
+	case p.kv != nil && op == OpInsert:
+		return p.kvInsert(ctx, s, out)
+	case p.kv != nil && op == OpRead:
+		return p.kvRead(ctx, s, out)
 	}
 	return probes.Fail(probes.CauseOther, fmt.Errorf("cassandra: op %q is not part of profile %s", op, p.cfg.Profile))
 }
@@ -168,6 +178,9 @@ func (p *Probe) resetWritten() {
 	}
 	if p.recs != nil {
 		p.recs.reset()
+	}
+	if p.kv != nil {
+		p.kv.reset()
 	}
 }
 

@@ -132,6 +132,9 @@ func (p *Probe) createKeyspaceCQL() string {
 
 func (p *Probe) createTableCQL() string {
 	cols := "key uuid PRIMARY KEY, a blob, b blob"
+	if p.cfg.Profile == profileKV {
+		cols = "pk text, ck text, value text, PRIMARY KEY (pk, ck)" // Rama's test.test
+	}
 	if p.cfg.Profile == ProfileYCSBA {
 		var b strings.Builder
 		b.WriteString("y_id varchar PRIMARY KEY")

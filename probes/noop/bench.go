@@ -15,7 +15,7 @@ func floorProfile() probes.BenchProfile {
 		Reproduces:  "no reference document: what any figure of this machine includes before the store adds anything",
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 1)
-			if p.Rate == 0 {
+			if p.Rate == 0 && !p.ClosedLoop {
 				p.Rate = 10
 			}
 			if p.Duration == 0 && p.Ops == 0 {

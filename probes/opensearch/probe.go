@@ -282,33 +282,36 @@ func (p *Probe) indexOne(ctx context.Context, index string, out *probes.Outcome)
 }
 
 func (p *Probe) bulk(ctx context.Context, index string, out *probes.Outcome) error {
-	docs := make([]Document, p.cfg.BulkSize)
-	alias := mustJSON(writeAlias(index))
-	var b []byte
-	for i := range docs {
-		docs[i] = p.newDoc()
-		b = append(b, `{"create":{"_index":`...)
-		b = append(b, alias...)
-		b = append(b, `,"_id":`...)
-		b = appendJSONString(b, docs[i].ID)
-		b = append(b, "}}\n"...)
-		start := len(b)
-		b = docs[i].appendJSON(b)
-		b = append(b, '\n')
-		if i == 0 {
-			// One allocation for the whole body: the first document's
-			// lines are what every other one's are near.
-			b = slices.Grow(b, (len(docs)-1)*(len(b)-start+len(alias)+len(docs[i].ID)+64))
-		}
-	}
+	n := p.cfg.BulkSize
+	b, kept := p.bulkBody(index, n)
 	out.Sent = time.Now()
-	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", len(docs), index), b, "", out); err != nil {
+	if err := p.bulkRequest(ctx, fmt.Sprintf("bulk of %d documents into %s", n, index), b, "", out); err != nil {
 		return err
 	}
-	for _, d := range docs {
+	for _, d := range kept {
 		p.remember(index, d)
 	}
 	return nil
+}
+
+// bulkBody returns the _bulk body of n new op documents, and the last of them
+// (as many as the get op remembers) as Documents. The documents of one bulk
+// share its date.
+func (p *Probe) bulkBody(index string, n int) ([]byte, []Document) {
+	alias := mustJSON(writeAlias(index))
+	first := p.seq.Add(uint64(n)) - uint64(n) + 1
+	now := p.now()
+	keep := min(n, len(p.recent))
+	if prefix := p.instance + "-" + p.run + "-"; plainJSON(prefix) {
+		w := newBulkWriter(alias, p.instance, prefix, now.UTC().Format(dateLayout), p.cfg.BodyWords)
+		return w.appendDocs(nil, first, n, keep)
+	}
+	docs := make([]Document, n)
+	for i := range docs {
+		seq := first + uint64(i)
+		docs[i] = opDoc(p.instance, p.run, seq, now, p.cfg.BodyWords, rand.New(rand.NewPCG(rand.Uint64(), seq)))
+	}
+	return docsBulkBody(alias, docs), docs[n-keep:]
 }
 
 // bulkRequest sends a _bulk body and fails on any item error: the first

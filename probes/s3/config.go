@@ -55,6 +55,10 @@ type Config struct {
 	AbandonedAfter time.Duration `yaml:"abandoned_after"`
 	// Ledger configures the durability ledger (ledger.go).
 	Ledger probes.LedgerConfig `yaml:"ledger"`
+
+	// recycle (bench profile s3-recycle only, never from YAML) makes get read
+	// the objects in order, round the set, instead of at random.
+	recycle bool
 }
 
 // DefaultConfig holds the defaults.

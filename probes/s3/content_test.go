@@ -2,6 +2,7 @@ package s3
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
@@ -60,5 +61,37 @@ func TestVerifier(t *testing.T) {
 	}
 	if err := check(append(bytes.Clone(body), 0), 4096); !errors.Is(err, errMismatch) {
 		t.Fatalf("long body: %v", err)
+	}
+}
+
+// fill's whole-word loop gives the bytes of word(seed, i), byte by byte,
+// at any offset and length; BenchmarkFill is its speed.
+func TestFillMatchesWords(t *testing.T) {
+	ref := func(seed uint64, off int64, n int) []byte {
+		out := make([]byte, n)
+		var w [8]byte
+		for i := range out {
+			at := off + int64(i)
+			binary.LittleEndian.PutUint64(w[:], word(seed, uint64(at)/8))
+			out[i] = w[at%8]
+		}
+		return out
+	}
+	for _, off := range []int64{0, 1, 7, 8, 9, 1<<20 + 3} {
+		for _, n := range []int{0, 1, 5, 8, 13, 64, 1001} {
+			got := make([]byte, n)
+			fill(99, off, got)
+			if want := ref(99, off, n); !bytes.Equal(got, want) {
+				t.Fatalf("fill at %d, %d bytes: %x, want %x", off, n, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkFill(b *testing.B) {
+	p := make([]byte, verifyBuf)
+	b.SetBytes(verifyBuf)
+	for i := range b.N {
+		fill(1, int64(i)*verifyBuf, p)
 	}
 }

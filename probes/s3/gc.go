@@ -501,6 +501,12 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 			keys = append(keys, k)
 		}
 	}
+	if len(keys) > batchDeleteOver {
+		if err := p.removeBatch(ctx, keys); err != nil {
+			return 0, err
+		}
+		keys = nil
+	}
 	keys = append(keys, p.heartbeat) // last, listed or not: Close runs only after a write
 	for i, key := range keys {
 		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
@@ -508,6 +514,38 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 		}
 	}
 	return len(keys), nil
+}
+
+// batchDeleteOver is how many objects a run may leave before Close deletes
+// them with multi-object DELETEs: the canary's own few go one by one (every
+// store has DELETE), a bench's thousands (s3-recycle) 1000 per request, so
+// they fit in closeTimeout.
+const batchDeleteOver = 256
+
+// removeBatch deletes keys with multi-object DELETE requests; the first
+// failure is returned once every batch has been answered.
+func (p *Probe) removeBatch(ctx context.Context, keys []string) error {
+	ch := make(chan minio.ObjectInfo)
+	go func() {
+		defer close(ch)
+		for _, k := range keys {
+			select {
+			case ch <- minio.ObjectInfo{Key: k}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var first error
+	for e := range p.client.RemoveObjects(ctx, p.cfg.Bucket, ch, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil && first == nil {
+			first = p.classify("delete (multi-object)", e.ObjectName, e.Err)
+		}
+	}
+	if first == nil && ctx.Err() != nil {
+		first = p.classify("delete (multi-object)", p.prefix, ctx.Err())
+	}
+	return first
 }
 
 // Close stops the heartbeat and deletes everything this run wrote (objects,

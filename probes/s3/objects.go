@@ -20,7 +20,8 @@ type object struct {
 	size     int64
 	etag     string
 	written  time.Time // zero while the first write is in flight
-	busy     bool      // an op uses it: no other op may read, overwrite or delete it
+	busy     bool      // a put or delete uses it: no other op may read, overwrite or delete it
+	readers  int       // gets and heads reading it: it may not be overwritten or deleted meanwhile
 	changing bool      // a put or delete is in flight on it: a listing may or may not show it
 	suspect  bool      // it read back wrong: never read again, overwritten or deleted first
 }
@@ -39,6 +40,10 @@ type liveSet struct {
 	max    int
 	seq    uint64
 	bySize map[Size][]*object
+	// recycle makes forRead go round the objects in order (Mongoose's
+	// recycle mode: a prepared set read again and again), from cursor.
+	recycle bool
+	cursor  map[Size]int
 }
 
 func newLiveSet(prefix string, max int) *liveSet {
@@ -51,10 +56,15 @@ func (l *liveSet) newKey(s Size) string {
 	return fmt.Sprintf("%s%s/%08d", l.prefix, s, l.seq)
 }
 
-// forRead picks a random readable object of the size and marks it busy; nil when none.
+// forRead picks a random readable object of the size (in recycle mode the
+// next one in order) and counts a reader on it; nil when none. Several reads
+// may share an object; a put or delete waits until the last has released it.
 func (l *liveSet) forRead(s Size, now time.Time) *object {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.recycle {
+		return l.nextInOrder(s, now)
+	}
 	var n int
 	for _, o := range l.bySize[s] {
 		if o.readable(now) {
@@ -68,10 +78,28 @@ func (l *liveSet) forRead(s Size, now time.Time) *object {
 	for _, o := range l.bySize[s] {
 		if o.readable(now) {
 			if pick == 0 {
-				o.busy = true
+				o.readers++
 				return o
 			}
 			pick--
+		}
+	}
+	return nil
+}
+
+// nextInOrder is forRead in recycle mode: the readable object after the
+// last one read, round the set; l.mu is held.
+func (l *liveSet) nextInOrder(s Size, now time.Time) *object {
+	objs := l.bySize[s]
+	if l.cursor == nil {
+		l.cursor = map[Size]int{}
+	}
+	for range objs {
+		i := l.cursor[s] % len(objs)
+		l.cursor[s] = i + 1
+		if o := objs[i]; o.readable(now) {
+			o.readers++
+			return o
 		}
 	}
 	return nil
@@ -133,7 +161,7 @@ func (l *liveSet) scratch(s Size) *object {
 func oldestIdle(objs []*object) *object {
 	var oldest *object
 	for _, o := range objs {
-		if o.busy {
+		if o.busy || o.readers > 0 {
 			continue
 		}
 		if o.suspect {
@@ -159,11 +187,16 @@ func (l *liveSet) written(s Size, o *object, seed uint64, etag string, at time.T
 	}
 }
 
-// release frees an object after a read; suspect marks it as read back wrong.
+// release frees an object after a read (or after the write that made it
+// for a read, which left it busy); suspect marks it as read back wrong.
 func (l *liveSet) release(o *object, suspect bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	o.busy = false
+	if o.readers > 0 {
+		o.readers--
+	} else {
+		o.busy = false
+	}
 	if suspect {
 		o.suspect = true
 	}

@@ -41,13 +41,21 @@ func TestLiveSetBoundsAndOwnership(t *testing.T) {
 	if d := l.forDelete(KiB, time.Now()); d != b {
 		t.Fatalf("delete picked %v, want the oldest", d)
 	}
-	// A busy object is not read, and a suspect one is deleted first.
+	// A busy object (b, being deleted) is not read; reads share a, which no
+	// put or delete takes while it is read; a suspect one is deleted first.
 	r := l.forRead(KiB, time.Now())
 	if r != a {
 		t.Fatalf("read %v, want a", r)
 	}
-	if again := l.forRead(KiB, time.Now()); again != nil {
-		t.Fatal("read a busy object")
+	if again := l.forRead(KiB, time.Now()); again != a {
+		t.Fatalf("second read got %v, want a shared with the first", again)
+	}
+	if o, _, ok := l.forWrite(KiB); ok && o == a {
+		t.Fatal("a put overwrites an object being read")
+	}
+	l.release(r, false)
+	if d := l.forDelete(KiB, time.Now()); d == a {
+		t.Fatal("a delete takes an object still read once")
 	}
 	l.release(r, true)
 	if again := l.forRead(KiB, time.Now()); again != nil {
@@ -124,4 +132,30 @@ func (l *liveSet) count(s Size) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.bySize[s])
+}
+
+// TestLiveSetRecycle: in recycle mode reads go round the set in order,
+// skipping the objects a put holds.
+func TestLiveSetRecycle(t *testing.T) {
+	l := newLiveSet("p/", 3)
+	l.recycle = true
+	var objs []*object
+	for i := range 3 {
+		o, _, _ := l.forWrite(KiB)
+		l.written(KiB, o, uint64(i), "", time.Now(), false)
+		objs = append(objs, o)
+	}
+	var got []*object
+	for range 4 {
+		o := l.forRead(KiB, time.Now())
+		got = append(got, o)
+		l.release(o, false)
+	}
+	if got[0] != objs[0] || got[1] != objs[1] || got[2] != objs[2] || got[3] != objs[0] {
+		t.Fatalf("recycle order %v, want %v then the first again", got, objs)
+	}
+	objs[1].busy = true
+	if a, b := l.forRead(KiB, time.Now()), l.forRead(KiB, time.Now()); a != objs[2] || b != objs[0] {
+		t.Fatalf("recycle read %v, %v; want the busy one skipped", a, b)
+	}
 }

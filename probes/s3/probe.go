@@ -103,6 +103,7 @@ func New(t probes.Target) (*Probe, error) {
 	}
 	p.heartbeat = p.prefix + heartbeatName
 	p.live = newLiveSet(p.prefix, cfg.MaxObjectsPerSize)
+	p.live.recycle = cfg.recycle
 	for _, s := range cfg.Sizes {
 		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}

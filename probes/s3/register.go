@@ -15,7 +15,7 @@ func init() {
 		},
 		New:   func(t probes.Target) (probes.Probe, error) { return New(t) },
 		Facts: facts(),
-		Bench: []probes.BenchProfile{sizesProfile()},
+		Bench: []probes.BenchProfile{sizesProfile(), bandwidthProfile(), recycleProfile()},
 	})
 }
 

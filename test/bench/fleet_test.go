@@ -87,7 +87,7 @@ func BenchmarkFleet(b *testing.B) {
 }
 
 // buildDaemon builds cmd/dbcanary of the module at src into bin.
-func buildDaemon(b *testing.B, src, bin string) string {
+func buildDaemon(b testing.TB, src, bin string) string {
 	b.Helper()
 	build := exec.Command("go", "build", "-o", bin, "./cmd/dbcanary")
 	build.Dir = src
@@ -275,7 +275,7 @@ func envInt(name string, def int) int {
 }
 
 // repoRoot is the module root (test/bench is two levels below it).
-func repoRoot(b *testing.B) string {
+func repoRoot(b testing.TB) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		b.Fatal(err)

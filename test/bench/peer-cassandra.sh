@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # latte 0.29.0 (the Cassandra load tool that installs here: crates.io
 # `latte-cli`, Rust, scylla driver) and `dbcanary bench --profile ycsb-a`
-# reading single partitions by key on the local Cassandra, same shape, one
-# run each, then both figures and the ratio (dbcanary / latte).
+# reading single rows by key on the local Cassandra, like for like: the same
+# YCSB usertable row (a varchar key, 10 varchar fields of 100 bytes, 1 KiB),
+# the same number of rows, the same concurrency. The two tools alternate
+# ROUNDS times (default 3); each round prints both figures and the ratio
+# (dbcanary / latte), the last line the median ratios.
 #
-#   test/bench/peer-cassandra.sh floor   point reads at 10 op/s, 1 in flight, 20 s (the canary rate)
-#   test/bench/peer-cassandra.sh read    point reads, 8 in flight, closed loop, 20 s
+#   test/bench/peer-cassandra.sh floor   point reads at 10 op/s, 1 in flight (the canary rate)
+#   test/bench/peer-cassandra.sh read    point reads, 8 in flight, closed loop
 #
-# Both read at LOCAL_QUORUM (latte's default, dbcanary's default) with
-# replication factor 1, prepared statements, one connection pool. latte reads
-# a 1-column table (`latte.basic`, 10 000 rows it loads first); dbcanary's
-# ycsb-a reads its 1 KiB rows and compares every byte with what it wrote
-# (latte does not look).
+# latte runs a workload this script writes ($OUT/ycsb-read.rn: latte's own
+# basic/read.rn reads a one-column bigint row, 8 bytes, which is what the
+# 0.71x of 24 Nov 2026 compared with dbcanary's 1 KiB row); it loads ROWS rows
+# of 10 x latte::text(seed, 100) and reads `user<hash(i) % ROWS>`. dbcanary's
+# ycsb-a loads ROWS records (--param records=ROWS), then reads them
+# (--mix read=1) and compares every field byte for byte with what it wrote
+# (latte does not look). Both read at LOCAL_QUORUM (latte's default,
+# dbcanary's default) with replication factor 1, prepared statements, one
+# connection pool.
 #
-# Env: SECS (run length), PEERS (tool cache), BENCH_OUT (where outputs go).
-# The first run builds latte with cargo (about 7-12 min on 2 cores, ~1.1 GB
-# under $PEERS); it needs cargo (rustup) and pkg-config/libssl-dev.
+# Env: SECS (run length, default 20), ROUNDS (default 3), ROWS (default 1000),
+# PEERS (tool cache), BENCH_OUT (where outputs go). The first run builds latte
+# with cargo (about 7-12 min on 2 cores, ~1.1 GB under $PEERS); it needs cargo
+# (rustup) and pkg-config/libssl-dev.
 source "$(dirname "$0")/peers-lib.sh"
-MODE=${1:-floor}; SECS=${SECS:-20}
+MODE=${1:-floor}; SECS=${SECS:-20}; ROUNDS=${ROUNDS:-3}; ROWS=${ROWS:-1000}
 case $MODE in
   floor) latte_shape=(-r 10 -p 1 -t 1); dbc_shape=(--workers 1 --rate 10) ;;
   read)  latte_shape=(-p 8 -t 1);       dbc_shape=(--workers 8) ;;
-  *) sed -n '2,18p' "$0"; exit 2 ;;
+  *) sed -n '2,27p' "$0"; exit 2 ;;
 esac
 install_latte
 stack_env cassandra
@@ -45,39 +53,100 @@ targets:
       profile: ycsb_a
 CONF
 
+# The YCSB usertable row for latte: the table dbcanary's ycsb_a profile creates
+# (probes/cassandra/schema.go), loaded with 10 fields of FIELD_LENGTH characters.
+WL=$OUT/ycsb-read.rn
+fields=$(for f in 0 1 2 3 4 5 6 7 8 9; do printf 'field%d, ' $f; done); fields=${fields%, }
+values=$(for f in 0 1 2 3 4 5 6 7 8 9; do printf 'latte::text(i * 10 + %d, FIELD_LENGTH), ' $f; done); values=${values%, }
+cat > "$WL" <<RN
+//! dbcanary peer-cassandra.sh: YCSB usertable point reads, 10 varchar fields of FIELD_LENGTH bytes.
+const ROW_COUNT = latte::param!("rows", 1000);
+const FIELD_LENGTH = latte::param!("field_length", 100);
+const INSERT = "insert";
+const READ = "read";
+const KEYSPACE = "latte";
+const TABLE = "usertable";
+
+pub async fn schema(ctx) {
+    ctx.execute(\`CREATE KEYSPACE IF NOT EXISTS \${KEYSPACE} WITH REPLICATION = { 'class' : 'SimpleStrategy', 'replication_factor' : 1 }\`).await?;
+    ctx.execute(\`DROP TABLE IF EXISTS \${KEYSPACE}.\${TABLE}\`).await?;
+    ctx.execute(\`CREATE TABLE \${KEYSPACE}.\${TABLE}(y_id varchar PRIMARY KEY, ${fields//,/ varchar,} varchar)\`).await?;
+}
+
+pub async fn erase(ctx) {
+    ctx.execute(\`TRUNCATE TABLE \${KEYSPACE}.\${TABLE}\`).await
+}
+
+pub async fn prepare(ctx) {
+    ctx.load_cycle_count = ROW_COUNT;
+    ctx.prepare(INSERT, \`INSERT INTO \${KEYSPACE}.\${TABLE}(y_id, $fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)\`).await?;
+    ctx.prepare(READ, \`SELECT $fields FROM \${KEYSPACE}.\${TABLE} WHERE y_id = ?\`).await?;
+}
+
+pub async fn load(ctx, i) {
+    ctx.execute_prepared(INSERT, [\`user\${i}\`, $values]).await?
+}
+
+pub async fn run(ctx, i) {
+    ctx.execute_prepared(READ, [\`user\${latte::hash(i) % ROW_COUNT}\`]).await?
+}
+RN
+
 # latte writes a log file into its working directory: run it in $OUT.
 lt() { (cd "$OUT" && CASSANDRA_USER=$DBCANARY_TEST_CASSANDRA_USER CASSANDRA_PASSWORD=$PW timeout $((SECS + 120)) "$LATTE" "$@" 2>&1) | sed -u 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
-log "latte schema + load read.rn (10000 rows) on $HOSTPORT"
-lt schema "$LATTE_WL/read.rn" -P rows=10000 "$HOSTPORT" > "$OUT/latte-schema.txt" || die "latte schema: $(tail -5 "$OUT/latte-schema.txt")"
-lt load "$LATTE_WL/read.rn" -P rows=10000 -q "$HOSTPORT" > "$OUT/latte-load.txt" || die "latte load: $(tail -5 "$OUT/latte-load.txt")"
-log "latte run read.rn -d ${SECS}s ${latte_shape[*]}"
-lt run "$LATTE_WL/read.rn" -P rows=10000 -d "${SECS}s" "${latte_shape[@]}" -q -o "$OUT/latte-$MODE.json" "$HOSTPORT" > "$OUT/latte-$MODE.txt" \
-  || die "latte run: $(tail -5 "$OUT/latte-$MODE.txt")"
-# Throughput and the cycle latency percentiles (ms) from latte's JSON report.
-read -r l_rate l_p50 l_p99 l_n < <(python3 - "$OUT/latte-$MODE.json" <<'PY'
+log "latte schema + load $WL ($ROWS rows of 10 x 100 bytes) on $HOSTPORT"
+lt schema "$WL" -P rows="$ROWS" "$HOSTPORT" > "$OUT/latte-schema.txt" || die "latte schema: $(tail -5 "$OUT/latte-schema.txt")"
+lt load "$WL" -P rows="$ROWS" -q "$HOSTPORT" > "$OUT/latte-load.txt" || die "latte load: $(tail -5 "$OUT/latte-load.txt")"
+
+# latte_round N: one latte run; prints throughput, p50 and p99 (ms) and the cycle count.
+latte_round() {
+  local j=$OUT/latte-$MODE-$1.json
+  log "round $1: latte run $(basename "$WL") -P rows=$ROWS -d ${SECS}s ${latte_shape[*]}"
+  lt run "$WL" -P rows="$ROWS" -d "${SECS}s" "${latte_shape[@]}" -q -o "$j" "$HOSTPORT" > "$OUT/latte-$MODE-$1.txt" \
+    || die "latte run: $(tail -5 "$OUT/latte-$MODE-$1.txt")"
+  # r["percentiles"] names the percentiles; each latency lists their values (ms) in that order.
+  python3 - "$j" <<'PY' || die "cannot read latte's report $j"
 import json, sys
 r = json.load(open(sys.argv[1]))
 res = r["result"]
-# r["percentiles"] names the percentiles; each latency lists their values (ms) in that order.
 at = {p: i for i, p in enumerate(r["percentiles"])}
 lat = res["cycle_latency"]["percentiles"]
+errs = res.get("cycle_error_count", 0)
+if errs:
+    sys.exit("latte reported %s failed cycles" % errs)
 print(res["cycle_throughput"]["value"], lat[at[50.0]]["value"], lat[at[99.0]]["value"], res["cycle_count"])
 PY
-) || die "cannot read latte's report $OUT/latte-$MODE.json"
+}
 
-log "dbcanary bench --profile ycsb-a --mix read=1 ${dbc_shape[*]} --duration ${SECS}s"
-"$DBC" bench --config.file "$cfg" --profile ycsb-a --mix read=1 "${dbc_shape[@]}" --duration "${SECS}s" --warmup 2s \
-  --json "$OUT/dbcanary-$MODE.json" --html "$OUT/dbcanary-$MODE.html" > "$OUT/dbcanary-$MODE.txt" 2> "$OUT/dbcanary-$MODE.err" \
-  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$MODE.err")"
-J=$OUT/dbcanary-$MODE.json
-op() { jsonq "$J" "[o for s in r['stages'] if not s.get('setup') for o in s['ops'] if o['op'] == 'read'][0]$1"; }
+# dbcanary_round N: one dbcanary run; prints throughput, p50 and p99 (ms), ok and failed.
+dbcanary_round() {
+  local j=$OUT/dbcanary-$MODE-$1.json
+  log "round $1: dbcanary bench --profile ycsb-a --param records=$ROWS --mix read=1 ${dbc_shape[*]} --duration ${SECS}s"
+  "$DBC" bench --config.file "$cfg" --profile ycsb-a --param records="$ROWS" --mix read=1 "${dbc_shape[@]}" --duration "${SECS}s" --warmup 2s \
+    --json "$j" > "$OUT/dbcanary-$MODE-$1.txt" 2> "$OUT/dbcanary-$MODE-$1.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$MODE-$1.err")"
+  jsonq "$j" "' '.join(str(x) for x in [[o['throughput_ops_per_s'], o['latency_ms']['p50'], o['latency_ms']['p99'], o['ok']] for s in r['stages'] if not s.get('setup') for o in s['ops'] if o['op'] == 'read'][0] + [r['failed']])"
+}
+
 us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
-
 echo
-echo "Cassandra side by side: point reads, $MODE (${latte_shape[*]}), ${SECS}s; outputs in $OUT"
-header "figure" "latte"
-row "throughput (op/s)" "$l_rate" "$(op "['throughput_ops_per_s']")"
-row "latency p50 (µs, from the schedule)" "$(us "$l_p50")" "$(us "$(op "['latency_ms']['p50']")")"
-row "latency p99 (µs)" "$(us "$l_p99")" "$(us "$(op "['latency_ms']['p99']")")"
-row "  dbcanary service time p50 (µs)" "$(us "$l_p50")" "$(us "$(op "['service_time_ms']['p50']")")"
-echo "latte cycles: $l_n; dbcanary: $(op "['ok']") ok (read back and compared byte for byte), $(jsonq "$J" "r['failed']") failed"
+echo "Cassandra side by side, like for like: point reads of 1 KiB YCSB rows ($ROWS), $MODE (latte ${latte_shape[*]}; dbcanary ${dbc_shape[*]}), ${SECS}s, $ROUNDS rounds alternating; outputs in $OUT"
+ratios=()
+for n in $(seq 1 "$ROUNDS"); do
+  l=$(latte_round "$n"); d=$(dbcanary_round "$n")
+  read -r l_rate l_p50 l_p99 l_n <<< "$l"
+  read -r d_rate d_p50 d_p99 d_ok d_failed <<< "$d"
+  header "round $n (load $(cut -d' ' -f1 /proc/loadavg))" "latte"
+  row "throughput (op/s)" "$l_rate" "$d_rate"
+  row "latency p50 (µs)" "$(us "$l_p50")" "$(us "$d_p50")"
+  row "latency p99 (µs)" "$(us "$l_p99")" "$(us "$d_p99")"
+  echo "latte cycles: $l_n; dbcanary: $d_ok reads compared byte for byte, $d_failed failed"
+  ratios+=("$(ratio "$d_rate" "$l_rate") $(ratio "$d_p50" "$l_p50") $(ratio "$d_p99" "$l_p99")")
+done
+printf '%s\n' "${ratios[@]}" | python3 -c '
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in sys.stdin if "-" not in l.split()]
+if rows:
+    m = [statistics.median(c) for c in zip(*rows)]
+    print("median of %d rounds, dbcanary / latte: throughput %.2fx, p50 %.2fx, p99 %.2fx (above 1: faster for throughput, slower for latency)" % (len(rows), *m))
+    print("every round (throughput p50 p99):", "; ".join(" ".join("%.2fx" % v for v in r) for r in rows))'

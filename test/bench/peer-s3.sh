@@ -6,12 +6,18 @@
 #   test/bench/peer-s3.sh get [SIZE] [CONCURRENCY]   GET, default 4KiB objects, 8 concurrent, 20 s
 #   test/bench/peer-s3.sh put [SIZE] [CONCURRENCY]   PUT, same defaults
 #   test/bench/peer-s3.sh floor                      GET 4KiB at 10 req/s, 1 concurrent, 30 s
+#   test/bench/peer-s3.sh bandwidth [SIZE] [CONC]    Mongoose's bandwidth shape: PUT then GET of 100MiB
+#                                                    objects, 100 concurrent, 30 s each (s3-bandwidth)
 #
 # Env: SECS (run length), PEERS (tool cache), BENCH_OUT (where outputs go).
 # warp reads its latency from each request's start; dbcanary GETs also
 # compare every byte read with what was written (warp does not look).
+# bandwidth moves gigabytes: run it against a MinIO of your own
+# (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x DBCANARY_MINIO_PORT=...:
+# MinIO binds its port on 127.0.0.1 too), not a shared one.
 source "$(dirname "$0")/peers-lib.sh"
 OP=${1:-get}; SIZE=${2:-4KiB}; CONC=${3:-8}
+[ "$OP" = bandwidth ] && { SIZE=${2:-100MiB}; CONC=${3:-100}; }
 install_warp
 stack_env minio
 AK=$(cat "$DBCANARY_TEST_S3_ACCESS_KEY_FILE"); SK=$(cat "$DBCANARY_TEST_S3_SECRET_KEY_FILE")
@@ -24,7 +30,63 @@ targets:
     backend: s3
     s3: {endpoint: "http://$DBCANARY_TEST_S3_ENDPOINT", region: "$DBCANARY_TEST_S3_REGION", access_key_id_file: "$DBCANARY_TEST_S3_ACCESS_KEY_FILE", secret_access_key_file: "$DBCANARY_TEST_S3_SECRET_KEY_FILE"}
 CONF
+
+# warp_run OP ARGS...: warp OP on the shape (its peak RSS in $OUT/warp-OP.rss, KiB).
+warp_run() {
+  local op=$1; shift
+  log "warp $op --obj.size $SIZE --concurrent $CONC --duration ${SECS}s $*"
+  timeout $((SECS + 900)) /usr/bin/time -o "$OUT/warp-$op.rss" -f %M "$WARP" "$op" --host "$DBCANARY_TEST_S3_ENDPOINT" --access-key "$AK" --secret-key "$SK" \
+    --bucket warp-peers --obj.size "$SIZE" --concurrent "$CONC" --duration "${SECS}s" --no-color --analyze.v \
+    --benchdata "$OUT/warp-$op" "$@" 2>&1 | sed -u 's/\r/\n/g; s/\x1b\[[0-9;]*[A-Za-z]//g' > "$OUT/warp-$op.txt" \
+    || die "warp failed: $(tail -5 "$OUT/warp-$op.txt")"
+}
+
+# warp_mibs OP: warp's throughput of OP in MiB/s and its op count, from its
+# raw data: bytes of the successful ops over first start to last end (with
+# 100 MiB x 100 in flight an op outlasts warp's analysis window, and warp
+# prints "too few samples" instead of an average).
+warp_mibs() {
+  zstd -dc "$OUT/warp-$1.csv.zst" | python3 -c '
+import sys, csv
+from datetime import datetime
+def ns(s):
+    d, _, f = s.rstrip("Z").partition(".")
+    return int(datetime.fromisoformat(d + "+00:00").timestamp()) * 10**9 + int(f.ljust(9, "0")[:9])
+op = sys.argv[1].upper(); n = b = 0; t0 = t1 = None
+for r in csv.DictReader((l for l in sys.stdin if not l.startswith("#")), delimiter="\t", quoting=csv.QUOTE_NONE):
+    if r["op"] != op or r["error"] or not r["end"]:
+        continue
+    n += 1; b += int(r["bytes"]); s, e = ns(r["start"]), ns(r["end"])
+    t0 = s if t0 is None else min(t0, s); t1 = e if t1 is None else max(t1, e)
+print(b / 1048576 / ((t1 - t0) / 1e9) if n else 0, n)
+' "$1"
+}
+
+# bandwidth: warp put and get, then dbcanary's s3-bandwidth (create, then
+# read with every byte compared), same size, concurrency and length.
+bandwidth() {
+  warp_run put
+  warp_run get --objects "$CONC"
+  log "dbcanary bench --profile s3-bandwidth --param size=$SIZE --param concurrency=$CONC --duration ${SECS}s"
+  /usr/bin/time -o "$OUT/dbcanary.rss" -f %M "$DBC" bench --config.file "$cfg" --profile s3-bandwidth --param size="$SIZE" --param concurrency="$CONC" \
+    --duration "${SECS}s" --json "$OUT/dbcanary-bandwidth.json" > "$OUT/dbcanary-bandwidth.txt" 2> "$OUT/dbcanary-bandwidth.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bandwidth.err")"
+  local J=$OUT/dbcanary-bandwidth.json
+  st() { jsonq "$J" "[o for s in r['stages'] if s['name'] == '$1' for o in s['ops']][0]$2"; }
+  echo
+  echo "S3 bandwidth side by side: $SIZE objects, $CONC concurrent, ${SECS}s per op; outputs in $OUT"
+  local wp wpn wg wgn
+  read -r wp wpn < <(warp_mibs put); read -r wg wgn < <(warp_mibs get)
+  header "figure" "warp"
+  row "PUT (create) MiB/s" "$wp" "$(st create "['mib_per_s']")"
+  row "GET (read) MiB/s" "$wg" "$(st read "['mib_per_s']")"
+  echo "ops done, PUT + GET: warp $wpn + $wgn, dbcanary $(st create "['ok']") + $(st read "['ok']")"
+  row "peak RSS, MiB (whole run)" "$(awk '{ print $1 / 1024 }' "$OUT/warp-get.rss")" "$(awk '{ print $1 / 1024 }' "$OUT/dbcanary.rss")"
+  echo "warp RSS is its get run's (put: $(awk '{ printf "%.0f", $1 / 1024 }' "$OUT/warp-put.rss") MiB); dbcanary's report says $(jsonq "$J" "round(r['peak_rss_bytes'] / 1048576, 1)") MiB."
+  echo "dbcanary: $(st create "['ok']") created, $(st read "['ok']") read back and compared byte for byte, $(jsonq "$J" "r['failed']") failed"
+}
 warp_extra=(); dbc_extra=()
+[ "$OP" = bandwidth ] && { SECS=${SECS:-30}; bandwidth; exit; }
 case $OP in
   get|put) SECS=${SECS:-20} ;;
   floor) SECS=${SECS:-30}; OP=get; SIZE=4KiB; CONC=1; warp_extra=(--rps-limit 10); dbc_extra=(--rate 10) ;;

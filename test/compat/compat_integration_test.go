@@ -3,7 +3,7 @@
 // Package compat runs dbcanary's real probes against the store versions and
 // implementations of docs/compatibility.md that `make test` does not run:
 // SeaweedFS's S3 gateway, OpenStack Swift's s3api over https, OpenSearch
-// 1.3.x and an OpenSearch that sheds load (429). Every server is a real one
+// 1.3.x, an OpenSearch that sheds load (429) and Cassandra 4.1. Every server is a real one
 // started by the project's scripts (test/stack/) on 127.0.0.1, on ports of its
 // own, and stopped when the package's tests end.
 //

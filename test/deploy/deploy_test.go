@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -78,6 +79,7 @@ var kinds = map[string]func() any{
 	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
+	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PodMonitor":     func() any { return &monitoringv1.PodMonitor{} },

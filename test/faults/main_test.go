@@ -50,7 +50,7 @@ func startGroup(t *testing.T, backend string) stack.Env {
 	return env
 }
 
-// A figure is one measured value, printed at the end as a table for the README (Failure semantics).
+// A figure is one measured value, printed at the end as a table for docs/failure-semantics.md.
 type figure struct {
 	backend, fault, what, value string
 }
@@ -99,7 +99,7 @@ func printFigures() {
 	}
 	sort.SliceStable(figures, func(i, j int) bool { return figures[i].backend < figures[j].backend })
 	var b strings.Builder
-	b.WriteString("\nFigures (markdown, for the README (Failure semantics)):\n\n| backend | fault | what | measured |\n|---|---|---|---|\n")
+	b.WriteString("\nFigures (markdown, for docs/failure-semantics.md):\n\n| backend | fault | what | measured |\n|---|---|---|---|\n")
 	for _, f := range figures {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.backend, f.fault, f.what, f.value)
 	}

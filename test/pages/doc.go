@@ -7,7 +7,7 @@
 // period, every backend goes through a fault matrix (server stopped, latency
 // x4, wrong credentials, setup error, canary data altered, short restart) and
 // the suite prints which alerts fired, which should not have, and how many
-// pages the pager receiver got. docs/page-quality.md keeps the latest table.
+// pages the pager receiver got. docs/evidence/page-quality.md keeps the latest table.
 //
 // The tests carry the integration build tag (TestPageQuality runs in
 // `make test`); the 30-minute healthy soak also needs the soakpages tag

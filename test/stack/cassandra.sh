@@ -8,7 +8,13 @@
 # runs several nodes of a cluster with this script (listen address, seeds, ...).
 source "$(dirname "$0")/lib.sh"
 
+# The default version (cassandra-cluster.sh reads this line). DBCANARY_CASSANDRA_VERSION
+# runs another cassandra-all release from Maven Central (test/compat: 4.1.10), with its
+# own classpath cache and data folder; 4.x gets the module flags of its jvm11-server.options
+# on top of 5.0's for Java 17 (docs/evidence/compatibility.md: what that gives).
 VERSION=5.0.9
+[ -n "${DBCANARY_CASSANDRA_VERSION:-}" ] && VERSION=$DBCANARY_CASSANDRA_VERSION
+[[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "cassandra: DBCANARY_CASSANDRA_VERSION must be X.Y.Z, not $VERSION"
 PORT=${DBCANARY_CASSANDRA_PORT:-9042}
 STORAGE_PORT=${DBCANARY_CASSANDRA_STORAGE_PORT:-7000}
 HEAP_MAX=${DBCANARY_CASSANDRA_HEAP_MAX:-1G}
@@ -41,11 +47,17 @@ TLS_DIR=${DBCANARY_CASSANDRA_TLS_DIR:-}
 TLS_CLIENT_AUTH=${DBCANARY_CASSANDRA_TLS_CLIENT_AUTH:-false}
 SHARED=${DBCANARY_CASSANDRA_SHARED_DIR:-$STACK_DIR/cassandra-$VERSION} # classpath cache, shared by every node
 DIR=$STACK_DIR/cassandra
+# Another version never opens the default one's data (an older one cannot read it).
+[ "$VERSION" = 5.0.9 ] || DIR=$STACK_DIR/cassandra-$VERSION-node
 PIDFILE=$DIR/cassandra.pid
 CPFILE=$SHARED/classpath.txt
 
 install() {
-  if [ -s "$CPFILE" ] && [ -f "$(cut -d: -f1 "$CPFILE")" ]; then return 0; fi
+  if [ -s "$CPFILE" ] && [ -f "$(cut -d: -f1 "$CPFILE")" ]; then
+    grep -q "<version>$VERSION</version>" "$SHARED/pom.xml" 2>/dev/null ||
+      die "cassandra: the classpath cache $SHARED is not of cassandra-all $VERSION"
+    return 0
+  fi
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
   mkdir -p "$SHARED"
@@ -148,6 +160,14 @@ start() {
     java.base/jdk.internal.util.jar java.base/sun.nio.ch java.base/java.io java.base/java.lang.reflect
     java.base/java.lang java.base/java.util jdk.management/com.sun.management.internal
     jdk.compiler/com.sun.tools.javac)
+  # 4.x supports Java 8 and 11 only. On 17 it needs, beyond 5.0's set, the two exports of its
+  # conf/jvm11-server.options and three opens for jamm 0.3.2, which measures objects by
+  # reflection (5.0's jamm 0.4 does not): without them the node dies at start with
+  # InaccessibleObjectException ... does not "opens java.util.concurrent" (then .atomic, java.nio).
+  if [[ "$VERSION" == 4.* ]]; then
+    exports+=(java.base/jdk.internal.ref java.base/sun.nio.ch)
+    opens+=(java.base/java.util.concurrent java.base/java.util.concurrent.atomic java.base/java.nio)
+  fi
   local args=("-Xms$HEAP_MIN" "-Xmx$HEAP_MAX" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError
     -Djdk.attach.allowAttachSelf=true "-javaagent:$jamm"
     -Dcassandra-foreground=yes "-Dcassandra.config=file://$DIR/cassandra.yaml"

@@ -15,6 +15,10 @@ source "$(dirname "$0")/lib.sh"
 
 # Bump deliberately: `go list -m github.com/minio/minio@latest` names the newest.
 VERSION=${DBCANARY_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
+# A private server for heavy loads (the bandwidth profile) on another loopback
+# address: MinIO still binds the same port on 127.0.0.1 and [::1] too, so give
+# it its own DBCANARY_MINIO_PORT (and console port) as well.
+HOST=${DBCANARY_MINIO_HOST:-127.0.0.1}
 PORT=${DBCANARY_MINIO_PORT:-9000}
 CONSOLE_PORT=${DBCANARY_MINIO_CONSOLE_PORT:-9001}
 DIR=$STACK_DIR/minio
@@ -69,8 +73,8 @@ ready() {
   # /minio/health/ready answers 200 once the object layer is up (subshell: a
   # refused /dev/tcp redirection must not end this script).
   local line
-  line=$( (exec 3<>"/dev/tcp/127.0.0.1/$PORT" &&
-    printf 'GET /minio/health/ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+  line=$( (exec 3<>"/dev/tcp/$HOST/$PORT" &&
+    printf 'GET /minio/health/ready HTTP/1.0\r\nHost: %s\r\n\r\n' "$HOST" >&3 &&
     IFS= read -r -t 2 l <&3 && printf '%s' "$l") 2>/dev/null) || return 1
   [[ $line == *" 200 "* ]]
 }
@@ -78,7 +82,7 @@ ready() {
 start() {
   install
   if pid_alive "$PIDFILE" && ready; then log "minio: already running"; return 0; fi
-  if port_open 127.0.0.1 "$PORT"; then die "minio: port $PORT is taken by another process (set DBCANARY_MINIO_PORT)"; fi
+  if port_open "$HOST" "$PORT"; then die "minio: port $PORT is taken by another process (set DBCANARY_MINIO_PORT)"; fi
   mkdir -p "$DIR/data"
   # The user name is a secret too (MinIO's root access key): generated once.
   if [ ! -s "$ROOT_USER_FILE" ]; then
@@ -87,10 +91,10 @@ start() {
     chmod 600 "$ROOT_USER_FILE"
   fi
   secret "$ROOT_PASSWORD_FILE" >/dev/null
-  log "minio: starting on 127.0.0.1:$PORT"
+  log "minio: starting on $HOST:$PORT"
   MINIO_ROOT_USER=$(cat "$ROOT_USER_FILE") MINIO_ROOT_PASSWORD=$(cat "$ROOT_PASSWORD_FILE") \
     MINIO_BROWSER=on MINIO_UPDATE=off \
-    nohup "$BIN" server "$DIR/data" --address "127.0.0.1:$PORT" --console-address "127.0.0.1:$CONSOLE_PORT" \
+    nohup "$BIN" server "$DIR/data" --address "$HOST:$PORT" --console-address "$HOST:$CONSOLE_PORT" \
     --quiet >"$DIR/minio.log" 2>&1 9>&- & # 9>&-: the server must not inherit (and hold) the lock
   echo $! > "$PIDFILE"
   local i=0
@@ -107,7 +111,7 @@ stop() { stop_pid "$PIDFILE" minio 20; }
 status() { pid_alive "$PIDFILE" && ready; }
 
 env_() {
-  echo "DBCANARY_TEST_S3_ENDPOINT=127.0.0.1:$PORT"
+  echo "DBCANARY_TEST_S3_ENDPOINT=$HOST:$PORT"
   echo "DBCANARY_TEST_S3_REGION=us-east-1"
   echo "DBCANARY_TEST_S3_ACCESS_KEY_FILE=$ROOT_USER_FILE"
   echo "DBCANARY_TEST_S3_SECRET_KEY_FILE=$ROOT_PASSWORD_FILE"

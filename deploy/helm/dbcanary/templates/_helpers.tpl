@@ -218,3 +218,99 @@ spec:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The bench Jobs' pod template up to its containers (templates/bench.yaml adds
+them). Call with (dict "root" $ "component" "bench"|"bench-merge").
+*/}}
+{{- define "dbcanary.benchPod" -}}
+{{- $b := .root.Values.bench }}
+{{- $component := .component }}
+{{- with .root }}
+metadata:
+  labels:
+    {{- include "dbcanary.benchLabels" (dict "root" . "component" $component) | nindent 4 }}
+  {{- with .Values.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  restartPolicy: Never
+  serviceAccountName: {{ include "dbcanary.serviceAccountName" . }}
+  automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  securityContext:
+    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+  {{- with .Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if $b.affinity }}
+  affinity:
+    {{- toYaml $b.affinity | nindent 4 }}
+  {{- else if eq $component "bench" }}
+  # One driver per node where the cluster has the nodes: the point of several drivers.
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          podAffinityTerm:
+            topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels:
+                {{- include "dbcanary.benchLabels" (dict "root" . "component" "bench") | nindent 16 }}
+  {{- end }}
+  volumes:
+    - name: config
+      configMap:
+        name: {{ include "dbcanary.fullname" . }}
+    {{- range .Values.existingSecrets }}
+    - name: secret-{{ .name }}
+      secret:
+        secretName: {{ .name }}
+        defaultMode: 0440
+        {{- with .items }}
+        items:
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
+    {{- end }}
+    - name: reports
+      persistentVolumeClaim:
+        claimName: {{ $b.reports.existingClaim }}
+{{- end }}
+{{- end }}
+
+{{/*
+The bench pods' labels: not the daemon's selector labels, so that neither the
+Service (nor its ServiceMonitor), the PodDisruptionBudget nor the NetworkPolicy
+selects a bench pod.
+*/}}
+{{- define "dbcanary.benchLabels" -}}
+app.kubernetes.io/name: {{ include "dbcanary.name" .root }}-bench
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* The bench drivers' volume mounts: the config, the secrets and the reports claim. */}}
+{{- define "dbcanary.benchMounts" -}}
+- name: config
+  mountPath: /etc/dbcanary
+  readOnly: true
+{{- range .Values.existingSecrets }}
+- name: secret-{{ .name }}
+  mountPath: /etc/dbcanary/secrets/{{ .name }}
+  readOnly: true
+{{- end }}
+- name: reports
+  mountPath: /reports
+{{- end }}
