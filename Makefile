@@ -62,7 +62,7 @@ LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
 
 .PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
-.PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages test-pages vulncheck
+.PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages soak-chaos test-pages vulncheck
 
 all: build
 
@@ -95,6 +95,8 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags integration ./...
 	$(GO) vet -tags 'integration soakpages' ./test/pages/
 	$(STATICCHECK) -tags 'integration soakpages' ./test/pages/
+	$(GO) vet -tags soakchaos ./test/chaos/
+	$(STATICCHECK) -tags soakchaos ./test/chaos/
 	$(GO) vet -tags 'integration storeload' ./test/bench/
 	$(STATICCHECK) -tags 'integration storeload' ./test/bench/
 	$(GO) vet -tags boardpicture ./test/tools/boardshot/
@@ -125,6 +127,17 @@ soak:
 ## soak-pages: the page-quality stack healthy for $(SOAK_DURATION) with the shipped scrape interval, rules and for: values; prints the alerts that fired (goal 0; not in make test)
 soak-pages:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags 'integration soakpages' -run '^TestSoakPages$$' -count=1 -v -timeout 0 ./test/pages/
+
+## soak-chaos: dbcanary under faults drawn at random for DURATION (2h; SEED=<printed seed> replays a run) on 3-node Cassandra, RabbitMQ and OpenSearch, MinIO and the noop target, the shipped rules and Alertmanager config; a checker judges the history and prints a table (test/chaos, docs/page-quality.md; as root; not in make test)
+CHAOS_STACK_DIR ?= $(DBCANARY_STACK_DIR)-chaos
+DURATION ?= 2h
+SEED ?=
+CHAOS_ENV := DBCANARY_STACK_DIR=$(CHAOS_STACK_DIR) DBCANARY_MINIO_PORT=19600 DBCANARY_MINIO_CONSOLE_PORT=19601 DBCANARY_TOXIPROXY_PORT=18674
+soak-chaos:
+	@mkdir -p $(CHAOS_STACK_DIR) $(DBCANARY_STACK_DIR)/bin
+	@if [ -d $(CHAOS_STACK_DIR)/bin ] && [ ! -L $(CHAOS_STACK_DIR)/bin ]; then rm -rf $(CHAOS_STACK_DIR)/bin; fi
+	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(CHAOS_STACK_DIR)/bin
+	$(CHAOS_ENV) CHAOS_DURATION=$(DURATION) CHAOS_SEED=$(SEED) $(GO) test -tags soakchaos -run '^TestSoakChaos$$' -count=1 -v -timeout 0 ./test/chaos/
 
 ## test-pages: the page-quality fault matrix alone (test/pages, ~14 min; also part of make test): every fault on every backend through the shipped rules, a real Prometheus and Alertmanager.
 test-pages: pages-stack

@@ -112,7 +112,8 @@ func Classify(err error) Cause {
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, net.ErrClosed) { // the transport closed a connection the server reset mid-request
 		return CauseRefused
 	}
 	var netErr net.Error
@@ -134,7 +135,8 @@ func Classify(err error) Cause {
 		strings.Contains(msg, "invalid character") && strings.Contains(msg, "looking for beginning of value"):
 		return CauseServer
 	case strings.Contains(msg, "Connection closed by foreign host"), strings.Contains(msg, "connection reset by peer"),
-		strings.Contains(msg, "broken pipe"), strings.Contains(msg, "server closed idle connection"):
+		strings.Contains(msg, "broken pipe"), strings.Contains(msg, "server closed idle connection"),
+		strings.Contains(msg, "use of closed network connection"):
 		return CauseRefused
 	}
 	return CauseOther

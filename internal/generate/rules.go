@@ -333,7 +333,12 @@ func opAlerts(p baseline.Policy, opt Options) []Rule {
 	add(&al, opt.alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0`, qs(p.StaleIntervals*opt.TimeScale), staleAfter), 2*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} has not succeeded recently",
 		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s or %g of the op's intervals, whichever is longer).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)), p.StaleIntervals)))
-	add(&al, opt.alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d`, RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures), 5*time.Minute, "warning",
+	// An outage that paged as down or misconfigured opens no ticket once it is
+	// over, while its failures are still in the window; during it the ticket
+	// is Alertmanager's to inhibit.
+	down := fmt.Sprintf(`ALERTS{alertname=~"%s|%s",alertstate="firing"}`, AlertTargetDown, AlertTargetMisconfigured)
+	add(&al, opt.alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d unless on (target, backend) (max_over_time(%s[%s]) unless on (target, backend) %s)`,
+		RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures, down, w5, down), 5*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s and at least %d failures; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning), p.ErrorMinFailures)))
 	// The durability ledger's checks page as DbcanaryDurabilityLoss (with the age), not twice.

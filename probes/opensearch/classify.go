@@ -19,8 +19,10 @@ type errorBody struct {
 
 // httpError classifies an unexpected HTTP status:
 //   - 401 is auth (the credentials are wrong);
-//   - a cluster block (read-only index, disk flood-stage watermark; 403 or 429)
-//     is server: an operational state of the cluster, not a canary setup mistake;
+//   - a cluster block (read-only index, disk flood-stage watermark, the
+//     create-index block set when every node passed the flood stage; 403 or
+//     429) is server: an operational state of the cluster, not a canary setup
+//     mistake;
 //   - any other 403 is setup: the user lacks an index or cluster permission;
 //   - any other 429 is server, said to be the store's overload with the node's
 //     own reason (a circuit breaker, a full thread-pool queue, indexing
@@ -46,7 +48,7 @@ func (p *Probe) httpError(what string, status int, body []byte) error {
 	switch {
 	case status == http.StatusUnauthorized:
 		return probes.Fail(probes.CauseAuth, fmt.Errorf("%w (check username and password)", msg))
-	case eb.Error.Type == "cluster_block_exception":
+	case eb.Error.Type == "cluster_block_exception", eb.Error.Type == "index_create_block_exception":
 		return probes.Fail(probes.CauseServer, fmt.Errorf("%w (the index or cluster is blocked: read-only, or a disk watermark was passed)", msg))
 	case status == http.StatusTooManyRequests:
 		return probes.Fail(probes.CauseServer, fmt.Errorf("%w (%s)", msg, overload(eb.Error.Type, eb.Error.Reason)))

@@ -73,6 +73,10 @@ func TestHTTPStatusCauses(t *testing.T) {
 		// A blocked index (read-only, disk flood stage) is an operational state of the cluster.
 		{http.StatusForbidden, `{"error":{"type":"cluster_block_exception","reason":"index [dbcanary-os-2025.01.01] blocked by: [FORBIDDEN/8/index write (api)];"},"status":403}`, probes.CauseServer},
 		{http.StatusTooManyRequests, `{"error":{"type":"cluster_block_exception","reason":"index [dbcanary-os-2025.01.01] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"},"status":429}`, probes.CauseServer},
+		// The cluster-wide create-index block OpenSearch sets when every node
+		// passed the flood stage (make soak-chaos): a cluster state, not a
+		// missing permission.
+		{http.StatusForbidden, `{"error":{"type":"index_create_block_exception","reason":"blocked by: [FORBIDDEN/10/cluster create-index blocked (api)];"},"status":403}`, probes.CauseServer},
 		// The index refuses the canary's documents (a template, an index made by something else).
 		{http.StatusBadRequest, `{"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [seq] of type [date]"},"status":400}`, probes.CauseSetup},
 		{http.StatusBadRequest, `{"error":{"type":"strict_dynamic_mapping_exception","reason":"mapping set to strict, dynamic introduction of [topic] within [_doc] is not allowed"},"status":400}`, probes.CauseSetup},

@@ -185,7 +185,6 @@ type alerting struct {
 
 func startAlerting(t *testing.T, daemonAddr string) *alerting {
 	t.Helper()
-	dir := t.TempDir()
 	b, err := baseline.Load(filepath.Join(stack.RepoRoot(), "baselines", "james-reference.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -194,25 +193,9 @@ func startAlerting(t *testing.T, daemonAddr string) *alerting {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := filepath.Join(dir, "dbcanary-rules.yml")
-	if err := os.WriteFile(rules, files["dbcanary-rules.yml"], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	hook := pager.NewWebhook(t, nil)
-	amAddr := startAlertmanager(t, dir, hook)
-	cfg := filepath.Join(dir, "prometheus-config.yml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [%q]
-alerting:
-  alertmanagers: [{static_configs: [{targets: [%q]}]}]
-scrape_configs:
-  - job_name: %s
-    static_configs: [{targets: [%q]}]
-`, rules, amAddr, b.Policy.Job, daemonAddr), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	prom := startPrivate(t, "prometheus", dir, fmt.Sprintf("DBCANARY_PROMETHEUS_PORT=%d", stack.FreePort(t)), "DBCANARY_PROMETHEUS_CONFIG="+cfg)
-	return &alerting{promURL: prom.Get(t, "DBCANARY_TEST_PROMETHEUS_URL"), hook: hook}
+	a := pager.StartAlerting(t, pager.AlertingOptions{Dir: t.TempDir(), Targets: []string{daemonAddr}, Job: b.Policy.Job,
+		Rules: files["dbcanary-rules.yml"], Scrape: time.Second, Scale: amScale, MinWait: amMinWait})
+	return &alerting{promURL: a.PromURL, hook: a.Hook}
 }
 
 // query runs an instant query and returns the label sets of the result (nil

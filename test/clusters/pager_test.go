@@ -4,15 +4,11 @@ package clusters
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/dbcanary/dbcanary/test/pager"
-	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // The node faults' pages are counted as test/pages counts them (test/pager):
@@ -62,18 +58,6 @@ func notifiedSince(w *pager.Webhook, t0 time.Time, target string) []string {
 		out = append(out, fmt.Sprintf("%s %s %s", n.Receiver, n.Status, alertName(n.GroupLabels)))
 	}
 	return out
-}
-
-// startAlertmanager starts a private Alertmanager on the shipped config
-// (receivers on hook, timings scaled) and returns its address (host:port).
-func startAlertmanager(t *testing.T, dir string, hook *pager.Webhook) string {
-	t.Helper()
-	cfg := filepath.Join(dir, "alertmanager-shipped.yml")
-	if err := os.WriteFile(cfg, pager.ShippedConfig(t, hook.URL, amScale, amMinWait), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := startPrivate(t, "alertmanager", dir, fmt.Sprintf("DBCANARY_ALERTMANAGER_PORT=%d", stack.FreePort(t)), "DBCANARY_ALERTMANAGER_CONFIG="+cfg)
-	return strings.TrimPrefix(env.Get(t, "DBCANARY_TEST_ALERTMANAGER_URL"), "http://")
 }
 
 // sameSet reports whether a and b hold the same names, in any order.

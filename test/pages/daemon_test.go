@@ -90,24 +90,10 @@ func targetName(backend, role string) string { return shortName[backend] + "-" +
 // options), pointed at its own proxy with file-based secrets.
 func newDaemon(t *testing.T, dir string) *daemon {
 	t.Helper()
-	path := filepath.Join(stack.RepoRoot(), "deploy", "local", "dbcanary.yaml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var demo struct {
-		Global  map[string]any   `yaml:"global"`
-		Targets []map[string]any `yaml:"targets"`
-	}
-	if err := yaml.Unmarshal(raw, &demo); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	demo := stack.DemoConfig(t)
 	d := &daemon{t: t, dir: dir, cfgPath: filepath.Join(dir, "dbcanary.yaml"),
 		tc:         toxiproxy.NewClient(envs["toxiproxy"].Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR")),
 		demoGlobal: demo.Global, demoTargets: map[string]map[string]any{}, secrets: map[string]string{}, osUser: "pages"}
-	if d.demoGlobal == nil {
-		d.demoGlobal = map[string]any{}
-	}
 	// Registered before the daemon starts, so it runs after the daemon has
 	// stopped (cleanups run last-in first-out): on SIGTERM the S3 probes
 	// remove their run's objects through these proxies.
@@ -128,7 +114,7 @@ func newDaemon(t *testing.T, dir string) *daemon {
 	}
 	for b := range backendScripts {
 		if d.demoTargets[b] == nil {
-			t.Fatalf("%s has no %s target", path, b)
+			t.Fatalf("deploy/local/dbcanary.yaml has no %s target", b)
 		}
 	}
 	secretsDir := filepath.Join(dir, "secrets")

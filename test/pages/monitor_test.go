@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbcanary/dbcanary/test/pager"
+	"github.com/dbcanary/dbcanary/test/stack"
 )
 
 // monitor is the alerting path under test: a real Prometheus scraping the
@@ -186,7 +187,7 @@ func (r *recorder) poll(ctx context.Context) {
 	}
 	amErr := getJSON(ctx, r.amURL+"/api/v2/alerts", &am)
 	now := time.Now()
-	load := loadAverage()
+	load := stack.LoadAverage()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if load >= 0 {
@@ -227,20 +228,6 @@ func (r *recorder) poll(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// loadAverage is the machine's 1-minute load average (-1 if unknown): the
-// suite shares its cores, and latency alerts are sensitive to that.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	var l float64
-	if _, err := fmt.Sscan(string(b), &l); err != nil {
-		return -1
-	}
-	return l
 }
 
 // load returns the mean and highest 1-minute load average seen.

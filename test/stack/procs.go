@@ -200,6 +200,9 @@ type DaemonOptions struct {
 	// OnStop runs after the daemon has exited at the test's end, e.g. to
 	// keep its log as an artefact; the log is printed if the test failed.
 	OnStop func(log []byte)
+	// Addr is the web listen address ("": a free port on 127.0.0.1): a
+	// daemon started again on it keeps its Prometheus scrape target.
+	Addr string
 }
 
 // StartDaemon runs binary `run --config.file cfg` on a free port until the
@@ -208,7 +211,10 @@ type DaemonOptions struct {
 // failed.
 func StartDaemon(t testing.TB, binary, cfg string, o DaemonOptions) *Daemon {
 	t.Helper()
-	d := &Daemon{Addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Log: &Log{}}
+	d := &Daemon{Addr: o.Addr, Log: &Log{}}
+	if d.Addr == "" {
+		d.Addr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	}
 	// A short grace period: at the test's end in-flight ops against a store
 	// the test killed would otherwise hold the stop for 10 s.
 	d.Cmd = exec.Command(binary, append([]string{"run", "--config.file", cfg, "--web.listen-address", d.Addr, "--shutdown.grace-period", "2s"}, o.Args...)...)
@@ -273,4 +279,18 @@ func Kill9(t testing.TB, pid int, what string) {
 	enginetest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s (pid %d) to exit after kill -9", what, pid), func() bool {
 		return syscall.Kill(pid, 0) != nil
 	})
+}
+
+// LoadAverage is the machine's 1-minute load average (-1 if unknown): the
+// suites share their cores, and latency alerts are sensitive to that.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
 }
