@@ -74,14 +74,14 @@ type PrometheusRule struct {
 
 // kinds maps apiVersion/kind to the type a rendered object must decode into.
 var kinds = map[string]func() any{
-	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
-	"v1/Service":                              func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
-	"v1/Pod":                                  func() any { return &corev1.Pod{} }, // the helm test hook
-	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
-	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
-	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
-	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
+	"v1/ConfigMap":                  func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                    func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":             func() any { return &corev1.ServiceAccount{} },
+	"v1/Pod":                        func() any { return &corev1.Pod{} }, // the helm test hook
+	"apps/v1/Deployment":            func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":           func() any { return &appsv1.StatefulSet{} },
+	"batch/v1/Job":                  func() any { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PodMonitor":     func() any { return &monitoringv1.PodMonitor{} },
 	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
