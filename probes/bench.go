@@ -108,6 +108,14 @@ func PositiveInt(v string) error {
 	return nil
 }
 
+// DefaultDuration sets the stage duration to d when the run is bounded by
+// neither --duration nor --ops.
+func (p *BenchParams) DefaultDuration(d time.Duration) {
+	if p.Duration == 0 && p.Ops == 0 {
+		p.Duration = d
+	}
+}
+
 // WarmupOr is the warm-up the command line asked for, else d.
 func (p BenchParams) WarmupOr(d time.Duration) time.Duration {
 	if p.Warmup != nil {

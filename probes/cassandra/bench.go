@@ -37,9 +37,7 @@ func mixedProfile() probes.BenchProfile {
 		Verified:    benchVerified,
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 8)
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			if len(p.Mix) == 0 {
 				p.Mix = []probes.Weighted{{Op: OpInsert, Weight: 1}, {Op: OpRead, Weight: 4}}
 			}
@@ -76,9 +74,7 @@ func ycsbAProfile() probes.BenchProfile {
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 8)
 			p.SetDefault("records", "1000")
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			if len(p.Mix) == 0 {
 				p.Mix = []probes.Weighted{{Op: OpRead, Weight: 95}, {Op: OpUpdate, Weight: 5}}
 			}

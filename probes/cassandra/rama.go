@@ -49,9 +49,7 @@ func maxWriteProfile() probes.BenchProfile {
 			// waiting on its stream, so in-flight/batch workers keep that
 			// many writes in flight, like Rama's semaphore.
 			p.Workers = cmp.Or(p.Workers, max(1, p.Int("in-flight")/p.Int("batch")))
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			p.Timeout = cmp.Or(p.Timeout, 30*time.Second)
 		},
 		Configure: func(c probes.Config, p probes.BenchParams) (probes.Config, error) {
@@ -83,9 +81,7 @@ func readWriteProfile() probes.BenchProfile {
 			p.SetDefault("rows", "100000")
 			p.SetDefault("in-flight", "1000")
 			p.Workers = cmp.Or(p.Workers, 2*p.Int("in-flight"))
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			p.Timeout = cmp.Or(p.Timeout, 30*time.Second)
 			if len(p.Mix) == 0 {
 				p.Mix = []probes.Weighted{{Op: OpInsert, Weight: 1}, {Op: OpRead, Weight: 1}}
@@ -121,9 +117,7 @@ func recycleProfile() probes.BenchProfile {
 		Defaults: func(p *probes.BenchParams) {
 			p.SetDefault("items", "10000")
 			p.Workers = cmp.Or(p.Workers, 8)
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			// Also bounds creating the kv table, slow on a loaded node.
 			p.Timeout = cmp.Or(p.Timeout, 30*time.Second)
 		},

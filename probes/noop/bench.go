@@ -18,9 +18,7 @@ func floorProfile() probes.BenchProfile {
 			if p.Rate == 0 && !p.ClosedLoop {
 				p.Rate = 10
 			}
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 30 * time.Second
-			}
+			p.DefaultDuration(30 * time.Second)
 		},
 		Stages: func(p probes.BenchParams) []probes.BenchStage {
 			return []probes.BenchStage{{Name: "floor", Mix: []probes.Weighted{{Op: "noop", Weight: 1}}, Workers: p.Workers, Rate: p.Rate, Duration: p.Duration, MaxOps: p.Ops, Warmup: p.WarmupOr(time.Second)}}

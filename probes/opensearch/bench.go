@@ -26,9 +26,7 @@ func pmcProfile() probes.BenchProfile {
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 8)
 			p.SetDefault("bulk-size", "500")
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 15 * time.Second
-			}
+			p.DefaultDuration(15 * time.Second)
 			if p.Rate == 0 && !p.ClosedLoop {
 				p.Rate = 20
 			}

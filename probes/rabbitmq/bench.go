@@ -18,9 +18,7 @@ func perfTestProfile() probes.BenchProfile {
 		Verified:    "RabbitMQ bodies byte for byte",
 		Defaults: func(p *probes.BenchParams) {
 			p.Workers = cmp.Or(p.Workers, 2)
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 30 * time.Second
-			}
+			p.DefaultDuration(30 * time.Second)
 			if len(p.Mix) == 0 {
 				p.Mix = []probes.Weighted{{Op: OpPublish, Weight: 1}}
 			}

@@ -34,9 +34,7 @@ func bandwidthProfile() probes.BenchProfile {
 			}
 			p.SetDefault("concurrency", "100")
 			p.Workers = p.Int("concurrency")
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 30 * time.Second
-			}
+			p.DefaultDuration(30 * time.Second)
 			p.Timeout = cmp.Or(p.Timeout, 10*time.Minute)
 			if len(p.Mix) == 0 {
 				p.Mix = []probes.Weighted{{Op: OpPut, Weight: 1}, {Op: OpGet, Weight: 1}}
@@ -84,9 +82,7 @@ func recycleProfile() probes.BenchProfile {
 			p.SetDefault("items", "10000")
 			p.SetDefault("size", "4KiB")
 			p.Workers = cmp.Or(p.Workers, 8)
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 20 * time.Second
-			}
+			p.DefaultDuration(20 * time.Second)
 			p.Timeout = cmp.Or(p.Timeout, time.Minute)
 		},
 		Configure: func(c probes.Config, p probes.BenchParams) (probes.Config, error) {

@@ -29,9 +29,7 @@ func sizesProfile() probes.BenchProfile {
 			}
 			p.SetDefault("worker-steps", "8..16")
 			p.Workers = slices.Max(benchSteps(*p))
-			if p.Duration == 0 && p.Ops == 0 {
-				p.Duration = 5 * time.Second
-			}
+			p.DefaultDuration(5 * time.Second)
 			if p.Timeout == 0 {
 				p.Timeout = 60 * time.Second
 			}
