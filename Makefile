@@ -128,7 +128,7 @@ soak:
 soak-pages:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags 'integration soakpages' -run '^TestSoakPages$$' -count=1 -v -timeout 0 ./test/pages/
 
-## soak-chaos: dbcanary under faults drawn at random for DURATION (2h; SEED=<printed seed> replays a run) on 3-node Cassandra, RabbitMQ and OpenSearch, MinIO and the noop target, the shipped rules and Alertmanager config; a checker judges the history and prints a table (test/chaos, docs/page-quality.md; as root; not in make test)
+## soak-chaos: dbcanary under faults drawn at random for DURATION (2h; SEED=<printed seed> replays a run) on 3-node Cassandra, RabbitMQ and OpenSearch, MinIO, Swift, a RabbitMQ broker configured to lose and the noop target, the shipped rules and Alertmanager config; a checker judges the history and prints a table (test/chaos, docs/page-quality.md; as root; not in make test)
 CHAOS_STACK_DIR ?= $(DBCANARY_STACK_DIR)-chaos
 DURATION ?= 2h
 SEED ?=

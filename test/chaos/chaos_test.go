@@ -34,7 +34,7 @@ func checkOptions(run time.Duration) history.Options {
 	b := func(m string, rel, abs float64) history.GrowthBound {
 		return history.GrowthBound{Metric: m, Rel: rel, Abs: abs, Warmup: 3 * time.Minute, MinSpan: span}
 	}
-	return history.Options{PageGrace: 2 * time.Minute, NotifyGrace: 7 * time.Minute, Growth: []history.GrowthBound{
+	return history.Options{PageGrace: 2 * time.Minute, NotifyGrace: 7 * time.Minute, Lossy: []string{targetMQLossy}, Growth: []history.GrowthBound{
 		b(history.MetricRSS, 0.10, 16<<20), b(history.MetricGoroutines, 0.10, 20),
 		b(history.MetricOpenFDs, 0.10, 10), b(history.MetricSeries, 0.05, 100)}}
 }
@@ -112,8 +112,10 @@ func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp 
 	if err := writeNotes(context.Background(), w, al, end); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Append(history.FileLeftovers, s3Leftover(context.Background(), tp)); err != nil {
-		t.Fatal(err)
+	for _, l := range leftovers(context.Background(), tp) {
+		if err := w.Append(history.FileLeftovers, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h, err := history.Load(dir, t0, end)
 	if err != nil {

@@ -23,12 +23,20 @@ import (
 
 // Target names: each owns the pages of its store's faults.
 const (
-	targetCas  = "cas"
-	targetMQ   = "mq"
-	targetOS   = "os"
-	targetS3   = "s3"
-	instanceID = "chaos"
-	s3Bucket   = "dbcanary-chaos"
+	targetCas = "cas"
+	targetMQ  = "mq"
+	targetOS  = "os"
+	targetS3  = "s3"
+	// targetSwift is OpenStack Swift's s3api: the second S3 implementation.
+	targetSwift = "swift"
+	// targetMQLossy is a single RabbitMQ broker whose ledger publishes
+	// transient messages into a classic queue: configured to lose them on a
+	// broker restart, as docs/ledger.md shows.
+	targetMQLossy = "mq-lossy"
+	instanceID    = "chaos"
+	s3Bucket      = "dbcanary-chaos"
+	// casKeyspace is the Cassandra target's keyspace (RF 3).
+	casKeyspace = "dbcanary_chaos"
 )
 
 // daemon is the dbcanary under test: always on one address, so that a
@@ -86,6 +94,7 @@ func (d *daemon) render() []byte {
 		tg[b] = sec
 		targets = append(targets, tg)
 	}
+	targets = append(targets, d.extraTargets()...)
 	out, err := yaml.Marshal(map[string]any{"global": demo.Global, "targets": targets})
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +109,31 @@ func (d *daemon) cassandra() map[string]any {
 		d.t.Fatalf("cassandra port: %v", err)
 	}
 	return map[string]any{"hosts": strings.Split(e.Get(d.t, "DBCANARY_TEST_CASSANDRA_HOSTS"), ","),
-		"port": port, "local_dc": dc, "keyspace": "dbcanary_chaos", "ttl": "1h",
+		"port": port, "local_dc": dc, "keyspace": casKeyspace, "ttl": casTTL.String(),
 		"replication": map[string]any{"class": "NetworkTopologyStrategy", "datacenters": map[string]any{dc: 3}}}
+}
+
+// extraTargets are the demo's S3 and RabbitMQ targets again, on Swift and
+// on the lossy broker.
+func (d *daemon) extraTargets() []any {
+	var out []any
+	for _, tg := range stack.DemoConfig(d.t).Targets { // a fresh copy: render edits its own
+		switch tg["backend"] {
+		case "s3":
+			e := d.tp.swiftEnv
+			tg["name"], tg["s3"] = targetSwift, map[string]any{"endpoint": "http://" + e.Get(d.t, "DBCANARY_TEST_S3_ENDPOINT"),
+				"region": e.Get(d.t, "DBCANARY_TEST_S3_REGION"), "addressing": "path", "bucket": s3Bucket, "lifecycle_expiry": false,
+				"access_key_id_file": e.Get(d.t, "DBCANARY_TEST_S3_ACCESS_KEY_FILE"), "secret_access_key_file": e.Get(d.t, "DBCANARY_TEST_S3_SECRET_KEY_FILE")}
+			out = append(out, tg)
+		case "rabbitmq":
+			e := d.tp.mqLoss
+			tg["name"], tg["rabbitmq"] = targetMQLossy, map[string]any{"url": e.Get(d.t, "DBCANARY_TEST_RABBITMQ_URL"), "queue_type": "classic",
+				"username": e.Get(d.t, "DBCANARY_TEST_RABBITMQ_USER"), "password_file": e.Get(d.t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"),
+				"ledger": map[string]any{"queue_type": "classic", "transient": true, "ages": []string{lossyLedgerAge.String()}}}
+			out = append(out, tg)
+		}
+	}
+	return out
 }
 
 func (d *daemon) rabbitmq() map[string]any {

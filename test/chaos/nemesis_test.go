@@ -29,7 +29,21 @@ const (
 	budgetLatency = 5*time.Minute + 90*time.Second + 30*time.Second + 30*time.Second + 45*time.Second // 8m15s
 	// the flood stage is noticed at the next disk check (cluster.info.update.interval, 30 s)
 	budgetFlood = budgetDown + 30*time.Second
+	// a lost ledger entry is found at its check age (lossyLedgerAge) by the
+	// next ledger_check (every 10 s) once the broker is back (30 s);
+	// DbcanaryDurabilityLoss has no for:.
+	budgetLoss = lossyLedgerAge + 10*time.Second + 30*time.Second + 30*time.Second + 30*time.Second + 45*time.Second // 3m25s
 )
+
+// lossyLedgerAge is the lossy target's one ledger check age.
+const lossyLedgerAge = time.Minute
+
+// lossyNotBefore: the lossy broker's kill -9 (a 15-30 s outage of its
+// only node) is drawn only once ErrorBudgetBurn's 1h window holds an hour
+// of the run; earlier, the few failed ops of the restart are 1.44 % of a
+// window that started minutes ago, as they would not be in a deployment
+// that has run for a day.
+const lossyNotBefore = time.Hour
 
 // fault is a catalogue entry and how to inject and revert it; detail
 // says what was done, for the nemesis log.
@@ -63,10 +77,47 @@ func catalogue() []fault {
 		{down("s3-stopped", "s3", targetS3, budgetDown, alertDown), scriptAction("minio", "stop"), scriptStart("minio")},
 		{down("s3-latency-x4", "s3", targetS3, budgetLatency, generate.AlertLatencyAboveBaseline), s3Latency, s3LatencyOff},
 		{down("s3-wrong-credentials", "s3", targetS3, budgetDown, generate.AlertTargetMisconfigured), s3Creds(true), s3Creds(false)},
+		{lossKind(), lossyKill, nothing},
+		{quiet("swift-container-stopped", "swift", targetSwift, time.Minute, 3*time.Minute), swiftVerb("stop-container"), swiftVerb("start-container")},
 		{quiet("config-broken-reload", history.GroupDaemon, "", time.Minute, 3*time.Minute), brokenReload, goodReload},
 		{quiet("dbcanary-kill9", history.GroupDaemon, "", 20*time.Second, time.Minute), daemonKill, daemonStart},
 		{quiet("dbcanary-stop-in-reload", history.GroupDaemon, "", 20*time.Second, time.Minute), daemonStopInReload, daemonStart},
 		{quiet("state-dir-full", history.GroupDaemon, "", 2*time.Minute, 5*time.Minute), fillState, emptyState},
+	}
+}
+
+// lossKind: the lossy broker killed and started again at once; its ledger
+// entries not yet checked are gone, and DbcanaryDurabilityLoss must page.
+func lossKind() history.Kind {
+	k := down("mq-lossy-kill9", "mq-lossy", targetMQLossy, budgetLoss, history.AlertDurabilityLoss)
+	k.NotBefore = lossyNotBefore
+	return k
+}
+
+func lossyKill(_ context.Context, n *nemesis, _ history.Planned) (string, error) {
+	stack.Kill9(n.t, stack.PIDFile(n.t, filepath.Join(n.tp.lossy.dir, "rabbitmq", "rabbitmq.pid")), "the lossy rabbitmq broker")
+	t0 := time.Now()
+	if _, err := n.tp.lossy.run("start"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("kill -9 the lossy broker, started again in %s", time.Since(t0).Round(time.Second)), nil
+}
+
+// nothing reverts a fault that ended at its injection (a kill and restart
+// whose outcome arrives later).
+func nothing(context.Context, *nemesis, history.Planned) (string, error) {
+	return "nothing to revert", nil
+}
+
+// swiftVerb runs a verb of swift.sh on the run's Swift (stop-container:
+// PUTs still succeed, the listing fails, then lags until the updater
+// replays the pending updates).
+func swiftVerb(verb string) func(context.Context, *nemesis, history.Planned) (string, error) {
+	return func(_ context.Context, n *nemesis, _ history.Planned) (string, error) {
+		if _, err := n.tp.swift.run(verb); err != nil {
+			return "", err
+		}
+		return "swift.sh " + verb, nil
 	}
 }
 

@@ -22,9 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-
 	"github.com/dbcanary/dbcanary/internal/baseline"
 	"github.com/dbcanary/dbcanary/internal/generate"
 	"github.com/dbcanary/dbcanary/test/chaos/history"
@@ -204,29 +201,6 @@ func writeNotes(ctx context.Context, w *history.Writer, al *pager.Alerting, end 
 		}
 	}
 	return nil
-}
-
-// s3Leftover lists what the canary left in its bucket after the daemon
-// stopped: a run's objects are removed by the collector once its heartbeat
-// is older than abandoned_after (the S3 default, 24h).
-func s3Leftover(ctx context.Context, tp *topology) history.Leftover {
-	l := history.Leftover{Store: "s3 (bucket " + s3Bucket + ")", Allow: history.Duration(24 * time.Hour)}
-	read := func(key string) string { b, _ := os.ReadFile(tp.minio[key]); return strings.TrimSpace(string(b)) }
-	c, err := minio.New(tp.minio["DBCANARY_TEST_S3_ENDPOINT"], &minio.Options{Creds: credentials.NewStaticV4(read("DBCANARY_TEST_S3_ACCESS_KEY_FILE"), read("DBCANARY_TEST_S3_SECRET_KEY_FILE"), "")})
-	if err != nil {
-		l.Detail = err.Error()
-		return l
-	}
-	now := time.Now()
-	for o := range c.ListObjects(ctx, s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
-		if o.Err != nil {
-			l.Detail = o.Err.Error()
-			break
-		}
-		l.Items++
-		l.Oldest = max(l.Oldest, history.Duration(now.Sub(o.LastModified)))
-	}
-	return l
 }
 
 // mountStateDir mounts a small tmpfs (16 MiB) as the ledger's state

@@ -5,6 +5,8 @@ package chaos
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,66 @@ type topology struct {
 	s3    *toxiproxy.Proxy
 	osURL string // the first OpenSearch node, for the nemesis's admin calls
 	nodes map[string]int
+	// swift is OpenStack Swift's s3api, a second S3 implementation;
+	// lossy a single RabbitMQ broker whose ledger is configured to lose
+	// (transient messages in a classic queue).
+	swift, lossy     *private
+	swiftEnv, mqLoss stack.Env
+}
+
+// private is a server of the run's own: test/stack/<script>.sh in a folder
+// of the run's stack directory, on ports of its own (env), so that no other
+// suite's server of the same script is touched.
+type private struct {
+	script, dir string
+	env         []string
+}
+
+// lossyNode is the lossy broker's Erlang node name.
+const lossyNode = "dbcanary-lossy@localhost"
+
+// privates are the run's own servers beside the scripts' defaults.
+func privates() (swift, lossy *private) {
+	dir := stack.DataDir()
+	return &private{"swift", filepath.Join(dir, "swift-chaos"), []string{"DBCANARY_SWIFT_PORT=18280",
+			"DBCANARY_SWIFT_OBJECT_PORT=18210", "DBCANARY_SWIFT_CONTAINER_PORT=18211", "DBCANARY_SWIFT_ACCOUNT_PORT=18212",
+			"DBCANARY_SWIFT_MEMCACHED_PORT=18219", "DBCANARY_SWIFT_TLS_PORT=18243"}},
+		&private{"rabbitmq", filepath.Join(dir, "rabbitmq-lossy"), []string{"DBCANARY_RABBITMQ_NODENAME=" + lossyNode,
+			"DBCANARY_RABBITMQ_PORT=15831", "DBCANARY_RABBITMQ_DIST_PORT=25831"}}
+}
+
+// run runs one of the script's verbs.
+func (p *private) run(action string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(stack.Dir(), p.script+".sh"), action)
+	cmd.Env = append(append(os.Environ(), "DBCANARY_STACK_DIR="+p.dir), p.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s.sh %s (%s): %w: %s", p.script, action, p.dir, err, out)
+	}
+	return string(out), nil
+}
+
+// start starts the server (idempotent) and returns its env; it is stopped
+// when the test ends unless DBCANARY_STACK_KEEP=1, as the stack's servers.
+func (p *private) start(t *testing.T) (stack.Env, error) {
+	if _, err := p.run("start"); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if os.Getenv("DBCANARY_STACK_KEEP") != "1" {
+			if _, err := p.run("stop"); err != nil {
+				t.Log(err)
+			}
+		}
+	})
+	out, err := p.run("env")
+	env := stack.Env{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = v
+		}
+	}
+	return env, err
 }
 
 // scripts are the servers started, in this order of cost (the JVMs first,
@@ -38,7 +100,7 @@ func startTopology(t *testing.T) *topology {
 	envs := map[string]stack.Env{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errs := make(chan error, len(scripts))
+	errs := make(chan error, len(scripts)+2)
 	for _, s := range scripts {
 		wg.Add(1)
 		go func() {
@@ -55,12 +117,34 @@ func startTopology(t *testing.T) *topology {
 			logf("%s up in %s", s, time.Since(t0).Round(time.Second))
 		}()
 	}
+	swift, lossy := privates()
+	var swiftEnv, lossyEnv stack.Env
+	for _, p := range []struct {
+		srv *private
+		env *stack.Env
+	}{{swift, &swiftEnv}, {lossy, &lossyEnv}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			env, err := p.srv.start(t)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			*p.env = env
+			mu.Unlock()
+			logf("%s (%s) up in %s", p.srv.script, filepath.Base(p.srv.dir), time.Since(t0).Round(time.Second))
+		}()
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	tp := &topology{cas: envs["cassandra-cluster"], mq: envs["rabbitmq-cluster"], os: envs["opensearch-cluster"], minio: envs["minio"], nodes: map[string]int{}}
+	tp := &topology{cas: envs["cassandra-cluster"], mq: envs["rabbitmq-cluster"], os: envs["opensearch-cluster"], minio: envs["minio"], nodes: map[string]int{},
+		swift: swift, lossy: lossy, swiftEnv: swiftEnv, mqLoss: lossyEnv}
 	tp.casProxies = toxiproxy.NewClient(tp.cas.Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
 	tc := toxiproxy.NewClient(envs["toxiproxy"].Get(t, "DBCANARY_TEST_TOXIPROXY_ADDR"))
 	if old, err := tc.Proxy("chaos-s3"); err == nil {

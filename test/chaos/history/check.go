@@ -25,6 +25,10 @@ type Options struct {
 	NotifyGrace time.Duration
 	// Growth bounds, one per metric of Sample.
 	Growth []GrowthBound
+	// Lossy are the targets whose store is configured to lose acknowledged
+	// writes (a transient ledger): their losses are a fault's expected
+	// page, not a failure of the run.
+	Lossy []string
 }
 
 // Fault is one injected fault rebuilt from the nemesis log, with its
@@ -57,6 +61,7 @@ type Report struct {
 	Unowned    []Note // pages no fault owns
 	Outside    []Note // notifications outside every fault window and its grace
 	Losses     []string
+	Lossy      []string // targets configured to lose (Options.Lossy)
 	Growth     []GrowthResult
 	Leftovers  []Leftover
 	LeftoverOK []bool
@@ -67,7 +72,7 @@ type Report struct {
 
 // Check judges a recorded run.
 func Check(h History, o Options) *Report {
-	r := &Report{Faults: faults(h)}
+	r := &Report{Faults: faults(h), Lossy: o.Lossy}
 	pages := incidentPages(h.Notes)
 	for _, p := range pages {
 		if f := owner(r.Faults, p, o.PageGrace); f != nil {
@@ -84,7 +89,7 @@ func Check(h History, o Options) *Report {
 			r.Outside = append(r.Outside, n)
 		}
 	}
-	r.Losses = losses(h)
+	r.Losses = losses(h, o.Lossy)
 	r.Growth = growth(h.Samples, o.Growth)
 	for _, s := range h.Samples {
 		if s.Load > 0 {
@@ -93,9 +98,16 @@ func Check(h History, o Options) *Report {
 	}
 	for _, l := range h.Leftovers {
 		r.Leftovers = append(r.Leftovers, l)
-		r.LeftoverOK = append(r.LeftoverOK, l.Items == 0 || l.Oldest <= l.Allow)
+		r.LeftoverOK = append(r.LeftoverOK, l.OK())
 	}
 	return r
+}
+
+// OK reports whether the store holds no more canary data than it may: it
+// was listed, nothing is older than allowed, and no more items than
+// MaxItems (when set).
+func (l Leftover) OK() bool {
+	return l.Problem == "" && (l.Items == 0 || l.Oldest <= l.Allow) && (l.MaxItems == 0 || l.Items <= l.MaxItems)
 }
 
 // faults pairs the nemesis log's injections and reverts.
@@ -215,20 +227,20 @@ func judge(f *Fault) {
 	}
 }
 
-// losses names every sign of a lost acknowledged write: a DurabilityLoss
-// notification, or a ledger check counting one in dbcanary's metrics. No
-// store of the run is configured to lose one.
-func losses(h History) []string {
+// losses names every sign of a lost acknowledged write on a target whose
+// store is configured not to lose one: a DurabilityLoss notification, or a
+// ledger check counting one in dbcanary's metrics.
+func losses(h History, lossy []string) []string {
 	var out []string
 	for _, n := range h.Notes {
-		if n.GroupLabels["alertname"] == AlertDurabilityLoss && n.Status == "firing" {
+		if n.GroupLabels["alertname"] == AlertDurabilityLoss && n.Status == "firing" && !slices.Contains(lossy, n.GroupLabels["target"]) {
 			out = append(out, fmt.Sprintf("%s notified %s for %s", n.At.UTC().Format(time.TimeOnly), AlertDurabilityLoss, n.GroupLabels["target"]))
 		}
 	}
 	seen := map[string]float64{}
 	for _, s := range h.Samples {
 		for tg, v := range s.LedgerLost {
-			if v > seen[tg] {
+			if v > seen[tg] && !slices.Contains(lossy, tg) {
 				seen[tg] = v
 			}
 		}

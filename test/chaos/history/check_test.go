@@ -197,3 +197,52 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Errorf("a broken line: %v, want an error naming the file and line", err)
 	}
 }
+
+// A store fails its leftover row when it could not be listed, holds an item
+// older than allowed, or more items than it may.
+func TestLeftoverOK(t *testing.T) {
+	h := Duration(time.Hour)
+	for _, c := range []struct {
+		name string
+		l    Leftover
+		want bool
+	}{
+		{"empty", Leftover{Allow: h}, true},
+		{"young items", Leftover{Items: 5, Oldest: h / 2, Allow: h}, true},
+		{"an item older than allowed", Leftover{Items: 5, Oldest: 2 * h, Allow: h}, false},
+		{"not listed", Leftover{Allow: h, Problem: "connection refused"}, false},
+		{"more queues than the instance owns", Leftover{Items: 3, Allow: h, MaxItems: 2}, false},
+		{"as many as it owns", Leftover{Items: 2, Allow: h, MaxItems: 2}, true},
+	} {
+		if got := c.l.OK(); got != c.want {
+			t.Errorf("%s: OK() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A target configured to lose (a transient ledger) owns its losses: the
+// fault that made them expects the DurabilityLoss page, and neither the page
+// nor the ledger's count fails the run; the same on another target does.
+func TestCheckLossyTarget(t *testing.T) {
+	h := passing()
+	h.Events = append(h.Events,
+		Event{Seq: 3, Kind: "mq-lossy-kill9", Target: "mq-lossy", Phase: PhaseInject, At: at("9m"), Pages: []string{AlertDurabilityLoss}, Budget: Duration(4 * time.Minute)},
+		Event{Seq: 3, Kind: "mq-lossy-kill9", Target: "mq-lossy", Phase: PhaseRevert, At: at("14m")})
+	h.Notes = append(h.Notes, page(at("11m"), "firing", AlertDurabilityLoss, "mq-lossy"), page(at("17m"), "resolved", AlertDurabilityLoss, "mq-lossy"))
+	h.Samples[30].LedgerLost = map[string]float64{"mq-lossy": 3}
+	o := opts
+	o.Lossy = []string{"mq-lossy"}
+	r := Check(h, o)
+	tab := r.Table(t0)
+	if r.Failed() {
+		t.Fatalf("the expected loss of a lossy target failed the run:\n%s", tab)
+	}
+	for _, want := range []string{"| mq-lossy-kill9 | DurabilityLoss ≤ 4m0s | 1 | 1 | 0 | 0 | 0 | 0 | 2m0s |", "every target but mq-lossy, configured to lose) | 0 |"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+	if r := Check(h, opts); !r.Failed() {
+		t.Errorf("the same loss on a target not configured to lose passed:\n%s", r.Table(t0))
+	}
+}

@@ -72,7 +72,13 @@ type Leftover struct {
 	Items  int      `json:"items"`
 	Oldest Duration `json:"oldest"`  // age of the oldest item at the end
 	Allow  Duration `json:"allowed"` // the oldest an item may be (abandoned_after, a TTL)
-	Detail string   `json:"detail,omitempty"`
+	// MaxItems, when set, is the most items the store may hold (queues
+	// of one instance id).
+	MaxItems int    `json:"max_items,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	// Problem fails the row: the store could not be listed, or an item
+	// breaks its bound in a way Items and Oldest do not show.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Duration is a time.Duration written as "1m30s" in JSON.

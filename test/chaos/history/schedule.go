@@ -36,6 +36,9 @@ type Kind struct {
 	Budget time.Duration
 	// Weight is how often the kind is drawn relative to the others (0 = 1).
 	Weight int
+	// NotBefore: the kind is drawn only this long into the run or later
+	// (a fault whose rules need their long window filled first).
+	NotBefore time.Duration
 }
 
 // Planned is one fault of a schedule.
@@ -75,6 +78,9 @@ func Schedule(seed uint64, run time.Duration, kinds []Kind, plan Plan) []Planned
 	at := plan.Warmup
 	for tries := 0; tries < 10000 && at < run-plan.Tail; tries++ {
 		k := draw(rng, kinds)
+		if at < k.NotBefore {
+			continue // too early for this kind: draw again
+		}
 		d := k.Min + span(rng, k.Max-k.Min)
 		if at+d > run-plan.Tail {
 			d = run - plan.Tail - at

@@ -2,6 +2,7 @@ package history
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,24 @@ func TestValidate(t *testing.T) {
 	bad[1].Min = time.Minute
 	if err := Validate(bad); err == nil || !strings.Contains(err.Error(), `"b-stop": held 1m0s, shorter than its page budget 4m0s`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A kind with NotBefore is never drawn earlier in the run.
+func TestScheduleNotBefore(t *testing.T) {
+	kinds := append(slices.Clone(testKinds), Kind{Name: "late-only", Group: "d", Target: "d", Min: time.Minute, Max: 2 * time.Minute, NotBefore: time.Hour, Weight: 3})
+	drawn := 0
+	for seed := range uint64(20) {
+		for _, p := range Schedule(seed, 2*time.Hour, kinds, testPlan) {
+			if p.Kind == "late-only" {
+				drawn++
+				if p.At < time.Hour {
+					t.Errorf("seed %d: late-only drawn at +%s, before its NotBefore 1h", seed, p.At)
+				}
+			}
+		}
+	}
+	if drawn == 0 {
+		t.Error("late-only never drawn in 20 two-hour schedules")
 	}
 }

@@ -81,7 +81,11 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 	b.WriteString("\n| check | result |\n|---|---|\n")
 	fmt.Fprintf(b, "| pages no fault owns | %s |\n", notesCell(r.Unowned, t0))
 	fmt.Fprintf(b, "| notifications outside every fault window and its grace | %s |\n", notesCell(r.Outside, t0))
-	fmt.Fprintf(b, "| acknowledged writes lost (no store was configured to lose one) | %s |\n", orZero(strings.Join(r.Losses, "; ")))
+	which := "every target: none is configured to lose one"
+	if len(r.Lossy) > 0 {
+		which = "every target but " + strings.Join(r.Lossy, ", ") + ", configured to lose"
+	}
+	fmt.Fprintf(b, "| acknowledged writes lost (%s) | %s |\n", which, orZero(strings.Join(r.Losses, "; ")))
 	for _, g := range r.Growth {
 		verdict := "ok"
 		if !g.OK {
@@ -99,7 +103,12 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 		if !r.LeftoverOK[i] {
 			verdict = "**FAIL**"
 		}
-		fmt.Fprintf(b, "| canary data left in %s | %s: %d items, oldest %s, allowed %s %s |\n", l.Store, verdict, l.Items, time.Duration(l.Oldest).Round(time.Second), time.Duration(l.Allow), l.Detail)
+		limit := ""
+		if l.MaxItems > 0 {
+			limit = fmt.Sprintf(" (at most %d)", l.MaxItems)
+		}
+		fmt.Fprintf(b, "| canary data left in %s | %s: %d items%s, oldest %s, allowed %s %s%s |\n", l.Store, verdict, l.Items, limit,
+			time.Duration(l.Oldest).Round(time.Second), time.Duration(l.Allow), l.Detail, l.Problem)
 	}
 	if r.LoadN > 0 {
 		fmt.Fprintf(b, "| machine load average (1 min) while sampled | mean %.1f, highest %.1f (%d samples) |\n", r.LoadSum/float64(r.LoadN), r.LoadMax, r.LoadN)
