@@ -52,7 +52,7 @@ func privates() (swift, lossy *private) {
 	dir := stack.DataDir()
 	return &private{"swift", filepath.Join(dir, "swift-chaos"), []string{"DBCANARY_SWIFT_PORT=18280",
 			"DBCANARY_SWIFT_OBJECT_PORT=18210", "DBCANARY_SWIFT_CONTAINER_PORT=18211", "DBCANARY_SWIFT_ACCOUNT_PORT=18212",
-			"DBCANARY_SWIFT_MEMCACHED_PORT=18219", "DBCANARY_SWIFT_TLS_PORT=18243"}},
+			"DBCANARY_SWIFT_MEMCACHED_PORT=18219", "DBCANARY_SWIFT_TLS_PORT=18243", "DBCANARY_SWIFT_RECHECK_CONTAINER=3600"}},
 		&private{"rabbitmq", filepath.Join(dir, "rabbitmq-lossy"), []string{"DBCANARY_RABBITMQ_NODENAME=" + lossyNode,
 			"DBCANARY_RABBITMQ_PORT=15831", "DBCANARY_RABBITMQ_DIST_PORT=25831"}}
 }

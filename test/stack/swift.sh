@@ -28,6 +28,11 @@ ACCOUNT_PORT=${DBCANARY_SWIFT_ACCOUNT_PORT:-16212}
 MEMCACHED_PORT=${DBCANARY_SWIFT_MEMCACHED_PORT:-16219}
 TLS_DIR=${DBCANARY_SWIFT_TLS_DIR:-}
 TLS_PORT=${DBCANARY_SWIFT_TLS_PORT:-16243}
+# How long the proxy trusts its cached "the container exists" (Swift's
+# recheck_container_existence, default 60 s): test/chaos sets it long, so that
+# a stopped container server stops the listing only, as one container replica
+# of three down does on a real cluster, instead of every PUT once the cache ends.
+RECHECK_CONTAINER=${DBCANARY_SWIFT_RECHECK_CONTAINER:-60}
 REGION=${DBCANARY_SWIFT_REGION:-us-east-1} # s3api's `location`: the region clients must sign for
 DIR=$STACK_DIR/swift
 CONF=$DIR/etc
@@ -67,6 +72,7 @@ account_autocreate = true
 # node timeout keeps a stopped container server from stalling PUTs.
 conn_timeout = 0.5
 node_timeout = 5
+recheck_container_existence = $RECHECK_CONTAINER
 
 [filter:s3api]
 use = egg:swift#s3api
