@@ -106,8 +106,11 @@ type Ledger struct {
 	busy    map[string]bool // keys being checked now
 	refs    int             // guarded by store.mu
 	warned  bool            // the full-ledger warning was logged
-	seq     *ledgerCounters
-	tally   ledgerTally // the checks' results, for Status
+	// saveFailed: the last write of the file failed (read by the metric
+	// without mu: a scrape never waits for a save's fsync).
+	saveFailed atomic.Bool
+	seq        *ledgerCounters
+	tally      ledgerTally // the checks' results, for Status
 
 	// view is what Status and Stats read: published under mu after every
 	// change, read without it, so a scrape or the status page never waits
@@ -293,6 +296,13 @@ func (l *Ledger) save() error {
 	if l.path == "" {
 		return nil
 	}
+	err := l.writeFile()
+	l.saveFailed.Store(err != nil)
+	return err
+}
+
+// writeFile writes the entries to the ledger's file atomically.
+func (l *Ledger) writeFile() error {
 	data, err := json.Marshal(ledgerFile{Version: ledgerFileVersion, Target: l.target, Backend: l.backend, Instance: l.instance, Entries: l.entries})
 	if err != nil {
 		return err

@@ -19,6 +19,8 @@ var (
 		"Acknowledged writes the durability ledger holds, still to be read back.", []string{"target", "backend"}, nil)
 	ledgerOldestDesc = prometheus.NewDesc("dbcanary_ledger_oldest_entry_age_seconds",
 		"Age of the oldest acknowledged write the durability ledger holds (0 when empty).", []string{"target", "backend"}, nil)
+	ledgerSavedDesc = prometheus.NewDesc("dbcanary_ledger_last_save_successful",
+		"Whether the durability ledger's last write of its file in state_dir succeeded (1) or failed (0: disk full, permissions); its entries are still checked while this process runs, but a restart forgets those not saved. Only for ledgers with a state_dir.", []string{"target", "backend"}, nil)
 )
 
 // ledgerCounters are a ledger's pre-resolved check series.
@@ -53,12 +55,14 @@ func (c *ledgerCounters) resolve(age string) map[LedgerResult]prometheus.Counter
 func (c *ledgerCounters) count(age time.Duration, r LedgerResult) { c.resolve(AgeLabel(age))[r].Inc() }
 
 // Describe implements prometheus.Collector: dbcanary_ledger_checks_total
-// and, per open ledger, dbcanary_ledger_entries and
-// dbcanary_ledger_oldest_entry_age_seconds.
+// and, per open ledger, dbcanary_ledger_entries,
+// dbcanary_ledger_oldest_entry_age_seconds and (with a file)
+// dbcanary_ledger_last_save_successful.
 func (s *LedgerStore) Describe(ch chan<- *prometheus.Desc) {
 	s.checks.Describe(ch)
 	ch <- ledgerEntriesDesc
 	ch <- ledgerOldestDesc
+	ch <- ledgerSavedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -75,6 +79,13 @@ func (s *LedgerStore) Collect(ch chan<- prometheus.Metric) {
 		n, oldest := l.Stats(now)
 		ch <- prometheus.MustNewConstMetric(ledgerEntriesDesc, prometheus.GaugeValue, float64(n), l.target, l.backend)
 		ch <- prometheus.MustNewConstMetric(ledgerOldestDesc, prometheus.GaugeValue, oldest.Seconds(), l.target, l.backend)
+		if l.path != "" {
+			ok := 1.0
+			if l.saveFailed.Load() {
+				ok = 0
+			}
+			ch <- prometheus.MustNewConstMetric(ledgerSavedDesc, prometheus.GaugeValue, ok, l.target, l.backend)
+		}
 	}
 }
 

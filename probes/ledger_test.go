@@ -399,3 +399,73 @@ func TestOpenFor(t *testing.T) {
 		t.Error("a ledger for a section that keeps none")
 	}
 }
+
+// TestSaveFailureIsExported: a ledger that cannot write its file (a full or
+// broken state directory) keeps checking in memory, and says so in
+// dbcanary_ledger_last_save_successful (0), back to 1 at its next good save;
+// an in-memory ledger has no such series.
+func TestSaveFailureIsExported(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := NewLedgerStore(dir)
+	l := s.Open(LedgerOptions{Target: "sv", Backend: "test", Instance: "i1"})
+	mem := NewLedgerStore("")
+	mem.Open(LedgerOptions{Target: "mem", Backend: "test", Instance: "i1"})
+	saved := func(st *LedgerStore) []float64 {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(st)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for _, mf := range mfs {
+			if mf.GetName() == "dbcanary_ledger_last_save_successful" {
+				for _, m := range mf.GetMetric() {
+					out = append(out, m.GetGauge().GetValue())
+				}
+			}
+		}
+		return out
+	}
+	now := time.Now()
+	if err := l.Add(entry("a", now)); err != nil {
+		t.Fatal(err)
+	}
+	if got := saved(s); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("after a good save: %v, want [1]", got)
+	}
+	// The directory is gone and a file stands in its place: no write can succeed.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(entry("b", now)); err == nil {
+		t.Fatal("Add saved into a file that is not a directory")
+	}
+	if got := saved(s); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("after a failed save: %v, want [0]", got)
+	}
+	if n := len(l.Entries()); n != 2 {
+		t.Fatalf("the ledger holds %d entries after a failed save, want 2 (still checked in memory)", n)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(entry("c", now)); err != nil {
+		t.Fatal(err)
+	}
+	if got := saved(s); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("after the directory is back: %v, want [1]", got)
+	}
+	if got := saved(mem); len(got) != 0 {
+		t.Errorf("an in-memory ledger exports %v, want no series", got)
+	}
+}

@@ -203,6 +203,13 @@ func (s *scenarios) exporter(job string) {
 		[]AlertTest{none("1m", AlertConfigReloadFailed), none("5m", AlertConfigReloadFailed),
 			fires("10m", AlertConfigReloadFailed, e.expect(AlertConfigReloadFailed, s.job, "0"))})
 	s.group("config reload fine", []Series{{sel("dbcanary_config_last_reload_successful", s.job), "1x20"}}, []AlertTest{none("10m", AlertConfigReloadFailed)})
+
+	// A state directory full for a few minutes is a ticket after 5; a save
+	// that fails once and then succeeds is nothing.
+	led := map[string]string{"job": job, "instance": "dbcanary:9190", "target": "mq", "backend": "rabbitmq"}
+	s.group("ledger not saved", []Series{{sel("dbcanary_ledger_last_save_successful", led), "1 1 0x20"}},
+		[]AlertTest{none("5m", AlertLedgerNotSaved), fires("10m", AlertLedgerNotSaved, e.expect(AlertLedgerNotSaved, led, "0"))})
+	s.group("ledger saved again", []Series{{sel("dbcanary_ledger_last_save_successful", led), "1 0 0 1x20"}}, []AlertTest{none("10m", AlertLedgerNotSaved)})
 }
 
 // tls: the store's first certificate to expire: 10 days, then 3 days, then

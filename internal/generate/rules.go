@@ -117,6 +117,7 @@ const (
 	AlertExporterAbsent       = "DbcanaryExporterAbsent"
 	AlertExporterDown         = "DbcanaryExporterDown"
 	AlertConfigReloadFailed   = "DbcanaryConfigReloadFailed"
+	AlertLedgerNotSaved       = "DbcanaryLedgerNotSaved"
 	AlertTargetDown           = "DbcanaryTargetDown"
 	AlertTargetMisconfigured  = "DbcanaryTargetMisconfigured"
 	AlertStale                = "DbcanaryCanaryStale"
@@ -133,7 +134,7 @@ const (
 )
 
 // AlertNames lists every alert, for the runbook and test coverage checks.
-var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertTargetDown, AlertTargetMisconfigured,
+var AlertNames = []string{AlertExporterAbsent, AlertExporterDown, AlertConfigReloadFailed, AlertLedgerNotSaved, AlertTargetDown, AlertTargetMisconfigured,
 	AlertStale, AlertErrorRatioHigh, AlertDataIntegrity, AlertDurabilityLoss, AlertBacklog, AlertErrorBudgetBurn, AlertLatencyDrift,
 	AlertLatencyAboveBaseline, AlertTLSCertExpiring, AlertStoreNodeDown, AlertStoreMajorityDown}
 
@@ -280,7 +281,8 @@ func baselineRules(b *baseline.File) RuleGroup {
 	return base
 }
 
-// exporterAlerts: dbcanary itself not scraped, down, or its config reload failed.
+// exporterAlerts: dbcanary itself not scraped, down, its config reload
+// failed, or its ledger not saved.
 func exporterAlerts(p baseline.Policy, opt Options) []Rule {
 	al := RuleGroup{}
 	add(&al, opt.alert(AlertExporterAbsent, fmt.Sprintf(`absent(up{job="%s"})`, p.Job), 5*time.Minute, "critical",
@@ -292,6 +294,10 @@ func exporterAlerts(p baseline.Policy, opt Options) []Rule {
 	add(&al, opt.alert(AlertConfigReloadFailed, `dbcanary_config_last_reload_successful == 0`, 5*time.Minute, "warning",
 		"dbcanary {{ $labels.instance }} failed to reload its config",
 		"The last config reload failed (value {{ $value }}; baseline: 1 = success); the previous config keeps running."))
+	// dbcanary's own state, not the store's: a ticket, never a page.
+	add(&al, opt.alert(AlertLedgerNotSaved, `dbcanary_ledger_last_save_successful == 0`, 5*time.Minute, "warning",
+		"dbcanary cannot save the durability ledger of {{ $labels.target }}",
+		"The ledger's last write of its file in state_dir failed (value {{ $value }}; baseline: 1): the disk is full or not writable. Its writes are still checked while this process runs; a restart would forget those not saved (unchecked, never reported lost)."))
 	return al.Rules
 }
 

@@ -82,7 +82,7 @@ func catalogue() []fault {
 		{quiet("config-broken-reload", history.GroupDaemon, "", time.Minute, 3*time.Minute), brokenReload, goodReload},
 		{quiet("dbcanary-kill9", history.GroupDaemon, "", 20*time.Second, time.Minute), daemonKill, daemonStart},
 		{quiet("dbcanary-stop-in-reload", history.GroupDaemon, "", 20*time.Second, time.Minute), daemonStopInReload, daemonStart},
-		{quiet("state-dir-full", history.GroupDaemon, "", 2*time.Minute, 5*time.Minute), fillState, emptyState},
+		{quiet("state-dir-full", history.GroupDaemon, "", 2*time.Minute, 8*time.Minute), fillState, emptyState}, // past 5m: a DbcanaryLedgerNotSaved ticket, no page
 	}
 }
 
