@@ -20,8 +20,14 @@
 # dbcanary's default) with replication factor 1, prepared statements, one
 # connection pool.
 #
+# Each round also prints the CPU each tool and the server spent per 1000 ops
+# (dbcanary's count includes its load of ROWS records and the 2 s warm-up:
+# an overstatement of up to 10 %): on 2 shared cores a client that spends
+# more CPU per op leaves less to Cassandra. PIN=1 runs Cassandra on CPU 0 and
+# the tools on CPU 1, as on two machines.
+#
 # Env: SECS (run length, default 20), ROUNDS (default 3), ROWS (default 1000),
-# PEERS (tool cache), BENCH_OUT (where outputs go). The first run builds latte
+# PIN (1: server and tools on separate CPUs), PEERS (tool cache), BENCH_OUT (where outputs go). The first run builds latte
 # with cargo (about 7-12 min on 2 cores, ~1.1 GB under $PEERS); it needs cargo
 # (rustup) and pkg-config/libssl-dev.
 source "$(dirname "$0")/peers-lib.sh"
@@ -33,6 +39,7 @@ case $MODE in
 esac
 install_latte
 stack_env cassandra
+pin_server cassandra
 PW=$(cat "$DBCANARY_TEST_CASSANDRA_PASSWORD_FILE")
 HOSTPORT=$DBCANARY_TEST_CASSANDRA_HOST:$DBCANARY_TEST_CASSANDRA_PORT
 DBC=$(dbcanary_bin)
@@ -93,7 +100,7 @@ pub async fn run(ctx, i) {
 RN
 
 # latte writes a log file into its working directory: run it in $OUT.
-lt() { (cd "$OUT" && CASSANDRA_USER=$DBCANARY_TEST_CASSANDRA_USER CASSANDRA_PASSWORD=$PW timeout $((SECS + 120)) "$LATTE" "$@" 2>&1) | sed -u 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
+lt() { (cd "$OUT" && CASSANDRA_USER=$DBCANARY_TEST_CASSANDRA_USER CASSANDRA_PASSWORD=$PW "${CLIENT[@]}" timeout $((SECS + 120)) "$LATTE" "$@" 2>&1) | sed -u 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
 log "latte schema + load $WL ($ROWS rows of 10 x 100 bytes) on $HOSTPORT"
 lt schema "$WL" -P rows="$ROWS" "$HOSTPORT" > "$OUT/latte-schema.txt" || die "latte schema: $(tail -5 "$OUT/latte-schema.txt")"
 lt load "$WL" -P rows="$ROWS" -q "$HOSTPORT" > "$OUT/latte-load.txt" || die "latte load: $(tail -5 "$OUT/latte-load.txt")"
@@ -122,24 +129,30 @@ PY
 dbcanary_round() {
   local j=$OUT/dbcanary-$MODE-$1.json
   log "round $1: dbcanary bench --profile ycsb-a --param records=$ROWS --mix read=1 ${dbc_shape[*]} --duration ${SECS}s"
-  "$DBC" bench --config.file "$cfg" --profile ycsb-a --param records="$ROWS" --mix read=1 "${dbc_shape[@]}" --duration "${SECS}s" --warmup 2s \
+  "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile ycsb-a --param records="$ROWS" --mix read=1 "${dbc_shape[@]}" --duration "${SECS}s" --warmup 2s \
     --json "$j" > "$OUT/dbcanary-$MODE-$1.txt" 2> "$OUT/dbcanary-$MODE-$1.err" \
     || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$MODE-$1.err")"
-  jsonq "$j" "' '.join(str(x) for x in [[o['throughput_ops_per_s'], o['latency_ms']['p50'], o['latency_ms']['p99'], o['ok']] for s in r['stages'] if not s.get('setup') for o in s['ops'] if o['op'] == 'read'][0] + [r['failed']])"
+  jsonq "$j" "' '.join(str(x) for x in [[o['throughput_ops_per_s'], o['latency_ms']['p50'], o['latency_ms']['p99'], o['ok']] for s in r['stages'] if not s.get('setup') for o in s['ops'] if o['op'] == 'read'][0] + [r['failed'], sum(o['ok'] for s in r['stages'] for o in s['ops']) + r['failed']])"
 }
 
 us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
 echo
-echo "Cassandra side by side, like for like: point reads of 1 KiB YCSB rows ($ROWS), $MODE (latte ${latte_shape[*]}; dbcanary ${dbc_shape[*]}), ${SECS}s, $ROUNDS rounds alternating; outputs in $OUT"
+echo "Cassandra side by side, like for like: point reads of 1 KiB YCSB rows ($ROWS), $MODE (latte ${latte_shape[*]}; dbcanary ${dbc_shape[*]}), ${SECS}s, $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
 ratios=()
 for n in $(seq 1 "$ROUNDS"); do
-  l=$(latte_round "$n"); d=$(dbcanary_round "$n")
+  c0=$(children_ticks); s0=$(server_ticks cassandra)
+  l=$(latte_round "$n")
+  c1=$(children_ticks); s1=$(server_ticks cassandra)
+  d=$(dbcanary_round "$n")
+  c2=$(children_ticks); s2=$(server_ticks cassandra)
   read -r l_rate l_p50 l_p99 l_n <<< "$l"
-  read -r d_rate d_p50 d_p99 d_ok d_failed <<< "$d"
+  read -r d_rate d_p50 d_p99 d_ok d_failed d_all <<< "$d"
   header "round $n (load $(cut -d' ' -f1 /proc/loadavg))" "latte"
   row "throughput (op/s)" "$l_rate" "$d_rate"
   row "latency p50 (µs)" "$(us "$l_p50")" "$(us "$d_p50")"
   row "latency p99 (µs)" "$(us "$l_p99")" "$(us "$d_p99")"
+  row "client CPU ms per 1000 ops" "$(cpu_per_kop $((c1 - c0)) "$l_n")" "$(cpu_per_kop $((c2 - c1)) "$d_all")"
+  row "Cassandra CPU ms per 1000 ops" "$(cpu_per_kop $((s1 - s0)) "$l_n")" "$(cpu_per_kop $((s2 - s1)) "$d_all")"
   echo "latte cycles: $l_n; dbcanary: $d_ok reads compared byte for byte, $d_failed failed"
   ratios+=("$(ratio "$d_rate" "$l_rate") $(ratio "$d_p50" "$l_p50") $(ratio "$d_p99" "$l_p99")")
 done

@@ -98,3 +98,38 @@ header() { printf '%-44s %14s %14s %9s\n' "$1" "$2" "dbcanary" "ratio"; }
 
 # jq-free JSON reading of a bench report: jsonq FILE PYTHON-EXPR (r is the report).
 jsonq() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# Where a side-by-side figure is bound on this 2-core machine: the client and
+# the server share the cores, so a client that spends more CPU per op leaves
+# less to the server. Each round prints the CPU both spent per 1000 ops.
+# children_ticks: user+system CPU (clock ticks) of this script's waited-for
+# children so far (every tool run is one, with its threads and children).
+children_ticks() { awk '{print $16 + $17}' "/proc/$$/stat"; }
+# server_ticks NAME: user+system CPU ticks of the server NAME (test/stack/NAME.sh,
+# its pid file $STACK_DIR/NAME/NAME.pid) so far, every thread; 0 when unknown.
+server_ticks() {
+  local pid
+  pid=$(cat "$STACK_DIR/$1/$1.pid" 2>/dev/null) && [ -r "/proc/$pid/stat" ] || { echo 0; return; }
+  awk '{print $14 + $15}' "/proc/$pid/stat"
+}
+# cpu_per_kop TICKS OPS: CPU milliseconds per 1000 ops.
+cpu_per_kop() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n + 0 == 0) print "-"; else printf "%.1f", t * 1000 / hz / n * 1000 }'; }
+
+# PIN=1 runs the server on CPU 0 and the tools on CPU 1, as a client and a
+# server on two machines: neither tool takes the server's CPU, so the figure
+# compares the clients, not how much CPU each leaves the server.
+# pin_server NAME: move every thread of the server to CPU 0 (and back at exit).
+# Tools are started through $CLIENT (taskset -c 1 when pinned).
+CLIENT=()
+pin_server() {
+  [ "${PIN:-0}" = 1 ] || return 0
+  command -v taskset >/dev/null || die "PIN=1 needs taskset (util-linux)"
+  [ "$(nproc)" -ge 2 ] || die "PIN=1 needs 2 CPUs"
+  local pid
+  pid=$(cat "$STACK_DIR/$1/$1.pid") || die "PIN=1: no pid file for $1"
+  taskset -a -c -p 0 "$pid" >/dev/null || die "taskset $1"
+  # shellcheck disable=SC2064 # the pid is fixed now
+  trap "taskset -a -c -p 0-$(($(nproc) - 1)) $pid >/dev/null 2>&1 || true" EXIT
+  CLIENT=(taskset -c 1)
+  log "PIN=1: $1 (pid $pid) on CPU 0, the tools on CPU 1"
+}
