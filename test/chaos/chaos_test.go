@@ -34,7 +34,9 @@ func checkOptions(run time.Duration) history.Options {
 	b := func(m string, rel, abs float64) history.GrowthBound {
 		return history.GrowthBound{Metric: m, Rel: rel, Abs: abs, Warmup: 3 * time.Minute, MinSpan: span}
 	}
-	return history.Options{PageGrace: 2 * time.Minute, NotifyGrace: 7 * time.Minute, Lossy: []string{targetMQLossy}, Growth: []history.GrowthBound{
+	// TicketGrace: the warnings' longest for: (10m), their last-3m-sample
+	// clause and group_wait after a symptom that outlasts the fault.
+	return history.Options{PageGrace: 2 * time.Minute, NotifyGrace: 7 * time.Minute, TicketGrace: 14 * time.Minute, Lossy: []string{targetMQLossy}, Growth: []history.GrowthBound{
 		b(history.MetricRSS, 0.10, 16<<20), b(history.MetricGoroutines, 0.10, 20),
 		b(history.MetricOpenFDs, 0.10, 10), b(history.MetricSeries, 0.05, 100)}}
 }

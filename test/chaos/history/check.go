@@ -23,6 +23,12 @@ type Options struct {
 	// NotifyGrace after a fault's revert belongs to it (group_interval
 	// sends the resolved notification).
 	NotifyGrace time.Duration
+	// TicketGrace: a notification of any receiver but the pager (a
+	// warning's ticket) up to TicketGrace after a fault's revert belongs to
+	// it: a symptom that outlasts the revert (a restarted JVM warming up)
+	// tickets only after the warning's for: (up to 10m), so a ticket about
+	// the fault can come that long after it. 0: NotifyGrace.
+	TicketGrace time.Duration
 	// Growth bounds, one per metric of Sample.
 	Growth []GrowthBound
 	// Lossy are the targets whose store is configured to lose acknowledged
@@ -85,7 +91,11 @@ func Check(h History, o Options) *Report {
 		judge(f)
 	}
 	for _, n := range h.Notes {
-		if !inWindow(r.Faults, n, o.NotifyGrace) {
+		grace := o.NotifyGrace
+		if n.Receiver != ReceiverPager && o.TicketGrace > grace {
+			grace = o.TicketGrace
+		}
+		if !inWindow(r.Faults, n, grace) {
 			r.Outside = append(r.Outside, n)
 		}
 	}

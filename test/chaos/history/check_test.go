@@ -21,6 +21,7 @@ func at(d string) time.Time {
 var opts = Options{
 	PageGrace:   2 * time.Minute,
 	NotifyGrace: 7 * time.Minute,
+	TicketGrace: 14 * time.Minute,
 	Growth: []GrowthBound{
 		{Metric: MetricRSS, Rel: 0.1, Abs: 8 << 20, Warmup: 2 * time.Minute, MinSpan: 5 * time.Minute},
 		{Metric: MetricGoroutines, Rel: 0.1, Abs: 20, Warmup: 2 * time.Minute, MinSpan: 5 * time.Minute},
@@ -61,6 +62,24 @@ func passing() History {
 	}
 }
 
+// A ticket about a fault's lingering symptom (a warning's for: 10m after a
+// slow warm-up) comes up to TicketGrace after the revert and is the fault's;
+// a page that late is not.
+func TestCheckTicketGrace(t *testing.T) {
+	h := passing()
+	n := page(at("8m").Add(12*time.Minute), "firing", "DbcanaryLatencyAboveBaseline", "s3")
+	n.Receiver = "ticket"
+	h.Notes = append(h.Notes, n)
+	h.End = at("30m")
+	if r := Check(h, opts); r.Failed() {
+		t.Errorf("a ticket 12m after its fault's revert failed the run:\n%s", r.Table(t0))
+	}
+	h.Notes[len(h.Notes)-1].Receiver = ReceiverPager
+	if r := Check(h, opts); !r.Failed() {
+		t.Errorf("a page 12m after its fault's revert passed:\n%s", r.Table(t0))
+	}
+}
+
 func TestCheckPassing(t *testing.T) {
 	r := Check(passing(), opts)
 	tab := r.Table(t0)
@@ -97,6 +116,11 @@ func TestCheckFailures(t *testing.T) {
 			n := page(at("20m"), StatusDue, "DbcanaryErrorBudgetBurn", "mq")
 			h.Notes = append(h.Notes, n)
 		}, "| pages no fault owns | **1**: +20m0s pager due ErrorBudgetBurn{target=mq} |"},
+		"ticket past the ticket grace": {func(h *History) {
+			n := page(at("8m").Add(15*time.Minute), "firing", "DbcanaryLatencyAboveBaseline", "s3")
+			n.Receiver = "ticket"
+			h.Notes = append(h.Notes, n)
+		}, "| notifications outside every fault window and its grace | **1**:"},
 		"ticket outside every window": {func(h *History) {
 			n := page(at("19m"), "firing", "DbcanaryCanaryStale", "mq")
 			n.Receiver = "ticket"
