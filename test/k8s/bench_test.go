@@ -57,7 +57,8 @@ spec:
 
 	t0 := time.Now()
 	helmInstall(t, ns, "dbc", map[string]any{
-		"config": map[string]any{"targets": []any{}},
+		// The chart wants a target; the floor profile measures its own noop target.
+		"config": map[string]any{"targets": []any{map[string]any{"name": "noop", "backend": "noop"}}},
 		"bench": map[string]any{"enabled": true, "profile": "floor", "drivers": drivers, "startDelay": "45s",
 			"args":    []string{"--rate=0", "--workers=2", "--duration=5s", "--warmup=0s"},
 			"reports": map[string]any{"existingClaim": "bench-reports"},
