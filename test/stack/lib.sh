@@ -56,15 +56,29 @@ stack_lock() {
   flock -w 900 9 || die "$1: could not get $STACK_DIR/$1/.lock within 900s"
 }
 
-# apt_install PKG...: install Debian packages when missing.
+# apt_install PKG...: install Debian packages when missing. Scripts started
+# side by side (make soak-chaos starts its servers in parallel) take turns on
+# one machine-wide lock, DBCANARY_APT_LOCK, and look again once they hold it;
+# an apt run of someone else's is waited for up to 10 minutes
+# (DPkg::Lock::Timeout) instead of failing at once on apt's own lock.
+apt_missing() {
+  local p
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || printf '%s\n' "$p"; done
+}
 apt_install() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
-  log "installing ${missing[*]} (apt)"
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ -z "$(apt_missing "$@")" ] && return 0
+  local lock=${DBCANARY_APT_LOCK:-/var/lock/dbcanary-apt.lock}
+  [ -w "$(dirname "$lock")" ] || lock=${TMPDIR:-/tmp}/dbcanary-apt.lock
+  (
+    flock -w 1800 8 || die "apt: could not get $lock within 1800s"
+    local missing sudo=""
+    mapfile -t missing < <(apt_missing "$@")
+    [ ${#missing[@]} -eq 0 ] && exit 0
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    log "installing ${missing[*]} (apt)"
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  ) 8>"$lock"
 }
 
 # secret FILE: create a random secret once, print it.
