@@ -156,10 +156,4 @@ for n in $(seq 1 "$ROUNDS"); do
   echo "latte cycles: $l_n; dbcanary: $d_ok reads compared byte for byte, $d_failed failed"
   ratios+=("$(ratio "$d_rate" "$l_rate") $(ratio "$d_p50" "$l_p50") $(ratio "$d_p99" "$l_p99")")
 done
-printf '%s\n' "${ratios[@]}" | python3 -c '
-import statistics, sys
-rows = [[float(x) for x in l.split()] for l in sys.stdin if "-" not in l.split()]
-if rows:
-    m = [statistics.median(c) for c in zip(*rows)]
-    print("median of %d rounds, dbcanary / latte: throughput %.2fx, p50 %.2fx, p99 %.2fx (above 1: faster for throughput, slower for latency)" % (len(rows), *m))
-    print("every round (throughput p50 p99):", "; ".join(" ".join("%.2fx" % v for v in r) for r in rows))'
+printf '%s\n' "${ratios[@]}" | medians latte "above 1: faster for throughput, slower for latency" throughput p50 p99

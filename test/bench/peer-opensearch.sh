@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # opensearch-benchmark 2.4.0 (offline, a workload written here) and
 # `dbcanary bench --profile opensearch-pmc` side by side on the local
-# OpenSearch, same shape, then both figures and the ratio (dbcanary / OSB).
+# OpenSearch, same shape, the two tools alternating ROUNDS times (default 3);
+# each round prints both figures, the ratio (dbcanary / OSB) and the CPU each
+# tool and OpenSearch spent, the last lines the median ratios. PIN=1 runs
+# OpenSearch on CPU 0 and the tools on CPU 1.
 #
 #   test/bench/peer-opensearch.sh     bulk index-append (500 docs per request, 8 clients), a term query
 #                                     unthrottled (8 clients), then at 20 ops/s
 #
-# Env: SECS (search task length, default 15), DOCS (corpus size, default 20000), PEERS, BENCH_OUT.
+# Env: SECS (search task length, default 15), DOCS (corpus size, default 20000), ROUNDS (default 3),
+# PIN (1: server and tools on separate CPUs), PEERS, BENCH_OUT.
 # The corpus is dbcanary's own document shape (id, instance, kind, topic, seq,
 # date, a 6-10 word title, a 30-49 word abstract, a 200-word body with a planted
 # phrase, the probe's vocabulary read from probes/opensearch/document.go, the
@@ -15,9 +19,10 @@
 # the term query filters a keyword field and returns one or two documents,
 # as the probe's search_term does (which also checks the hits are exactly right).
 source "$(dirname "$0")/peers-lib.sh"
-SECS=${SECS:-15}; DOCS=${DOCS:-20000}
+SECS=${SECS:-15}; DOCS=${DOCS:-20000}; ROUNDS=${ROUNDS:-3}
 install_osb
 stack_env opensearch
+pin_server opensearch
 DBC=$(dbcanary_bin)
 WL=$PEERS/osb-workload/side-by-side-v2-$DOCS-$SECS
 if [ ! -s "$WL/workload.json" ]; then
@@ -72,13 +77,16 @@ json.dump({"version": 2, "description": "dbcanary side-by-side: bulk, then a ter
 PY
 fi
 OSBHOME=$PEERS/osb-home; mkdir -p "$OSBHOME"
-RES=$OUT/osb-result.md
-log "opensearch-benchmark run --offline --workload-path $WL ($DOCS docs)"
-HOME=$OSBHOME BENCHMARK_HOME=$OSBHOME timeout $((SECS * 3 + 240)) "$OSB_VENV/bin/opensearch-benchmark" run \
-  --pipeline=benchmark-only --target-hosts="127.0.0.1:$DBCANARY_TEST_OPENSEARCH_PORT" --offline \
-  --workload-path="$WL" --results-file="$RES" > "$OUT/osb.txt" 2>&1 || die "opensearch-benchmark failed: $(tail -5 "$OUT/osb.txt")"
-osb() { awk -F'|' -v m="$1" -v t="$2" '{ gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4) } $2 == m && $3 == t { print $4 }' "$RES"; }
+osb() { awk -F'|' -v m="$2" -v t="$3" '{ gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4) } $2 == m && $3 == t { print $4 }' "$1"; }
 ms2us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
+
+# osb_round N: opensearch-benchmark's whole schedule; its results in $OUT/osb-result-N.md
+osb_round() {
+  log "round $1: opensearch-benchmark run --offline --workload-path $WL ($DOCS docs)"
+  HOME=$OSBHOME BENCHMARK_HOME=$OSBHOME timeout $((SECS * 3 + 240)) "${CLIENT[@]}" "$OSB_VENV/bin/opensearch-benchmark" run \
+    --pipeline=benchmark-only --target-hosts="127.0.0.1:$DBCANARY_TEST_OPENSEARCH_PORT" --offline \
+    --workload-path="$WL" --results-file="$OUT/osb-result-$1.md" > "$OUT/osb-$1.txt" 2>&1 || die "opensearch-benchmark failed: $(tail -5 "$OUT/osb-$1.txt")"
+}
 
 cfg=$OUT/opensearch.yaml
 cat > "$cfg" <<CONF
@@ -89,29 +97,48 @@ targets:
     opensearch: {addresses: ["$DBCANARY_TEST_OPENSEARCH_URL"], replicas: 0}
 CONF
 BULKS=$((DOCS / 500))
-log "dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
-  --json "$OUT/dbcanary-bulk.json" > "$OUT/dbcanary-bulk.txt" 2> "$OUT/dbcanary-bulk.err" \
-  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk.err")"
-log "dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
-  --json "$OUT/dbcanary-closed.json" --html "$OUT/dbcanary-closed.html" > "$OUT/dbcanary-closed.txt" 2> "$OUT/dbcanary-closed.err" \
-  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-closed.err")"
-log "dbcanary bench --profile opensearch-pmc --workers 8 --rate 20 --duration ${SECS}s"
-"$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 20 --duration "${SECS}s" --warmup 2s \
-  --json "$OUT/dbcanary-20rps.json" --html "$OUT/dbcanary-20rps.html" > "$OUT/dbcanary-20rps.txt" 2> "$OUT/dbcanary-20rps.err" \
-  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-20rps.err")"
+# dbcanary_round N: the same three tasks; reports in $OUT/dbcanary-{bulk,closed,20rps}-N.json
+dbcanary_round() {
+  log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
+  "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
+    --json "$OUT/dbcanary-bulk-$1.json" > "$OUT/dbcanary-bulk-$1.txt" 2> "$OUT/dbcanary-bulk-$1.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk-$1.err")"
+  log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
+  "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
+    --json "$OUT/dbcanary-closed-$1.json" --html "$OUT/dbcanary-closed-$1.html" > "$OUT/dbcanary-closed-$1.txt" 2> "$OUT/dbcanary-closed-$1.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-closed-$1.err")"
+  log "round $1: dbcanary bench --profile opensearch-pmc --workers 8 --rate 20 --duration ${SECS}s"
+  "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 20 --duration "${SECS}s" --warmup 2s \
+    --json "$OUT/dbcanary-20rps-$1.json" --html "$OUT/dbcanary-20rps-$1.html" > "$OUT/dbcanary-20rps-$1.txt" 2> "$OUT/dbcanary-20rps-$1.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-20rps-$1.err")"
+}
 st() { jsonq "$1" "[o for s in r['stages'] if s['name']=='$2' for o in s['ops']][0]$3"; }
-C=$OUT/dbcanary-closed.json; R=$OUT/dbcanary-20rps.json
 
 echo
-echo "OpenSearch side by side: $DOCS docs bulk (500/request, 8 clients); term query 8 clients unthrottled, then 20 ops/s; ${SECS}s; outputs in $OUT"
-header "figure" "OSB"
-row "index-append mean throughput (docs/s)" "$(osb "Mean Throughput" index-append)" "$(jsonq "$OUT/dbcanary-bulk.json" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")"
-row "term mean throughput, unthrottled (ops/s)" "$(osb "Mean Throughput" term)" "$(st "$C" term "['throughput_ops_per_s']")"
-row "term latency p50, unthrottled (µs)" "$(ms2us "$(osb "50th percentile latency" term)")" "$(ms2us "$(st "$C" term "['latency_ms']['p50']")")"
-row "term at 20 ops/s: throughput (ops/s)" "$(osb "Mean Throughput" term-20rps)" "$(st "$R" term "['throughput_ops_per_s']")"
-row "term at 20 ops/s: latency p50 (µs)" "$(ms2us "$(osb "50th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p50']")")"
-row "term at 20 ops/s: service time p50 (µs)" "$(ms2us "$(osb "50th percentile service time" term-20rps)")" "$(ms2us "$(st "$R" term "['service_time_ms']['p50']")")"
-row "term at 20 ops/s: latency p99 (µs)" "$(ms2us "$(osb "99th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p99']")")"
-echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"
+echo "OpenSearch side by side: $DOCS docs bulk (500/request, 8 clients); term query 8 clients unthrottled, then 20 ops/s; ${SECS}s; $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
+ratios=()
+for n in $(seq 1 "$ROUNDS"); do
+  c0=$(children_ticks); s0=$(server_ticks opensearch)
+  osb_round "$n"
+  c1=$(children_ticks); s1=$(server_ticks opensearch)
+  dbcanary_round "$n"
+  c2=$(children_ticks); s2=$(server_ticks opensearch)
+  RES=$OUT/osb-result-$n.md C=$OUT/dbcanary-closed-$n.json R=$OUT/dbcanary-20rps-$n.json
+  o_bulk=$(osb "$RES" "Mean Throughput" index-append)
+  d_bulk=$(jsonq "$OUT/dbcanary-bulk-$n.json" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")
+  o_term=$(osb "$RES" "Mean Throughput" term); d_term=$(st "$C" term "['throughput_ops_per_s']")
+  o_p50=$(ms2us "$(osb "$RES" "50th percentile latency" term)"); d_p50=$(ms2us "$(st "$C" term "['latency_ms']['p50']")")
+  o_20p99=$(ms2us "$(osb "$RES" "99th percentile latency" term-20rps)"); d_20p99=$(ms2us "$(st "$R" term "['latency_ms']['p99']")")
+  header "round $n (load $(cut -d' ' -f1 /proc/loadavg))" "OSB"
+  row "index-append mean throughput (docs/s)" "$o_bulk" "$d_bulk"
+  row "term mean throughput, unthrottled (ops/s)" "$o_term" "$d_term"
+  row "term latency p50, unthrottled (µs)" "$o_p50" "$d_p50"
+  row "term at 20 ops/s: throughput (ops/s)" "$(osb "$RES" "Mean Throughput" term-20rps)" "$(st "$R" term "['throughput_ops_per_s']")"
+  row "term at 20 ops/s: latency p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p50']")")"
+  row "term at 20 ops/s: service time p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile service time" term-20rps)")" "$(ms2us "$(st "$R" term "['service_time_ms']['p50']")")"
+  row "term at 20 ops/s: latency p99 (µs)" "$o_20p99" "$d_20p99"
+  echo "CPU for the whole round (the same tasks): client OSB $(awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s, dbcanary $(awk -v t=$((c2 - c1)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s; OpenSearch $(awk -v t=$((s1 - s0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s / $(awk -v t=$((s2 - s1)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s"
+  echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"
+  ratios+=("$(ratio "$d_bulk" "$o_bulk") $(ratio "$d_term" "$o_term") $(ratio "$d_p50" "$o_p50") $(ratio "$d_20p99" "$o_20p99")")
+done
+printf '%s\n' "${ratios[@]}" | medians OSB "above 1: faster for a rate, slower for a latency" "bulk docs/s" "term ops/s" "term p50" "term p99 at 20 ops/s"

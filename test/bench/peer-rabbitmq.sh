@@ -90,10 +90,4 @@ for n in $(seq 1 "$ROUNDS"); do
   echo "verified by dbcanary: $(op consume "['ok']") messages consumed and compared, $(jsonq "$J" "r['failed']") failed"
   ratios+=("$(ratio "$d_send" "$pt_send") $(ratio "$d_conf50" "$pt_conf50") $(ratio "$d_conf99" "$pt_conf99") $(ratio "$d_cons99" "$pt_cons99")")
 done
-printf '%s\n' "${ratios[@]}" | python3 -c '
-import statistics, sys
-rows = [[float(x) for x in l.split()] for l in sys.stdin if "-" not in l.split()]
-if rows:
-    m = [statistics.median(c) for c in zip(*rows)]
-    print("median of %d rounds, dbcanary / PerfTest: publish rate %.2fx, confirm p50 %.2fx, confirm p99 %.2fx, consumer p99 %.2fx (above 1: faster for a rate, slower for a latency)" % (len(rows), *m))
-    print("every round (rate confirm-p50 confirm-p99 consumer-p99):", "; ".join(" ".join("%.2fx" % v for v in r) for r in rows))'
+printf '%s\n' "${ratios[@]}" | medians PerfTest "above 1: faster for a rate, slower for a latency" "publish rate" "confirm p50" "confirm p99" "consumer p99"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # MinIO warp 1.0.0 and `dbcanary bench --profile s3-sizes` side by side on
-# the local MinIO, same shape, one run each, then both figures and the ratio
-# (dbcanary / warp).
+# the local MinIO, same shape. get, put and floor alternate the two tools
+# ROUNDS times (default 3); each round prints both figures, the ratio
+# (dbcanary / warp) and the CPU each tool and MinIO spent per 1000 requests,
+# the last lines the median ratios. PIN=1 runs MinIO on CPU 0 and the tools
+# on CPU 1. bandwidth runs each tool once.
 #
 #   test/bench/peer-s3.sh get [SIZE] [CONCURRENCY]   GET, default 4KiB objects, 8 concurrent, 20 s
 #   test/bench/peer-s3.sh put [SIZE] [CONCURRENCY]   PUT, same defaults
@@ -9,17 +12,19 @@
 #   test/bench/peer-s3.sh bandwidth [SIZE] [CONC]    Mongoose's bandwidth shape: PUT then GET of 100MiB
 #                                                    objects, 100 concurrent, 30 s each (s3-bandwidth)
 #
-# Env: SECS (run length), PEERS (tool cache), BENCH_OUT (where outputs go).
+# Env: SECS (run length), ROUNDS (default 3), PIN (1: server and tools on
+# separate CPUs), PEERS (tool cache), BENCH_OUT (where outputs go).
 # warp reads its latency from each request's start; dbcanary GETs also
 # compare every byte read with what was written (warp does not look).
 # bandwidth moves gigabytes: run it against a MinIO of your own
 # (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x DBCANARY_MINIO_PORT=...:
 # MinIO binds its port on 127.0.0.1 too), not a shared one.
 source "$(dirname "$0")/peers-lib.sh"
-OP=${1:-get}; SIZE=${2:-4KiB}; CONC=${3:-8}
+OP=${1:-get}; SIZE=${2:-4KiB}; CONC=${3:-8}; ROUNDS=${ROUNDS:-3}
 [ "$OP" = bandwidth ] && { SIZE=${2:-100MiB}; CONC=${3:-100}; }
 install_warp
 stack_env minio
+pin_server minio
 AK=$(cat "$DBCANARY_TEST_S3_ACCESS_KEY_FILE"); SK=$(cat "$DBCANARY_TEST_S3_SECRET_KEY_FILE")
 DBC=$(dbcanary_bin)
 cfg=$OUT/s3.yaml
@@ -90,16 +95,24 @@ warp_extra=(); dbc_extra=()
 case $OP in
   get|put) SECS=${SECS:-20} ;;
   floor) SECS=${SECS:-30}; OP=get; SIZE=4KiB; CONC=1; warp_extra=(--rps-limit 10); dbc_extra=(--rate 10) ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
 [ "$OP" = get ] && warp_extra+=(--objects $((CONC * 4)))
-log "warp $OP --obj.size $SIZE --concurrent $CONC --duration ${SECS}s ${warp_extra[*]}"
-timeout $((SECS + 120)) "$WARP" "$OP" --host "$DBCANARY_TEST_S3_ENDPOINT" --access-key "$AK" --secret-key "$SK" \
-  --bucket warp-peers --obj.size "$SIZE" --concurrent "$CONC" --duration "${SECS}s" --no-color --analyze.v \
-  --benchdata "$OUT/warp-$OP" "${warp_extra[@]}" 2>&1 | sed -u 's/\r/\n/g; s/\x1b\[[0-9;]*[A-Za-z]//g' > "$OUT/warp-$OP.txt" \
-  || die "warp failed: $(tail -5 "$OUT/warp-$OP.txt")"
-# µs percentiles of the measured op from warp's raw data (its report rounds to ms).
-read -r w_n w_p50 w_p99 w_ttfb50 < <(zstd -dc "$OUT/warp-$OP.csv.zst" | python3 -c '
+us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
+
+# warp_round N: warp on the shape; its outputs in $OUT/warp-$OP-N.*
+warp_round() {
+  log "round $1: warp $OP --obj.size $SIZE --concurrent $CONC --duration ${SECS}s ${warp_extra[*]}"
+  timeout $((SECS + 120)) "${CLIENT[@]}" "$WARP" "$OP" --host "$DBCANARY_TEST_S3_ENDPOINT" --access-key "$AK" --secret-key "$SK" \
+    --bucket warp-peers --obj.size "$SIZE" --concurrent "$CONC" --duration "${SECS}s" --no-color --analyze.v \
+    --benchdata "$OUT/warp-$OP-$1" "${warp_extra[@]}" 2>&1 | sed -u 's/\r/\n/g; s/\x1b\[[0-9;]*[A-Za-z]//g' > "$OUT/warp-$OP-$1.txt" \
+    || die "warp failed: $(tail -5 "$OUT/warp-$OP-$1.txt")"
+}
+
+# warp_figures N: requests measured, µs p50 and p99 and time-to-first-byte
+# p50 of the measured op, from warp's raw data (its report rounds to ms).
+warp_figures() {
+  zstd -dc "$OUT/warp-$OP-$1.csv.zst" | python3 -c '
 import sys, csv
 from datetime import datetime
 def ns(s):
@@ -115,24 +128,42 @@ for r in csv.DictReader((l for l in sys.stdin if not l.startswith("#")), delimit
 lat.sort(); ttfb.sort()
 q = lambda v, p: v[min(len(v) - 1, round(p / 100 * (len(v) - 1)))] / 1000 if v else 0
 print(len(lat), round(q(lat, 50)), round(q(lat, 99)), round(q(ttfb, 50)))
-' "$OP")
-w_rate=$(sed -n 's/.*Average: [0-9.]* [KMG]*i*B\/s, \([0-9.]*\) obj\/s.*/\1/p' "$OUT/warp-$OP.txt" | head -1)
+' "$OP"
+}
 
-log "dbcanary bench --profile s3-sizes --param sizes=$SIZE --param worker-steps=$CONC --mix $OP=1 --duration ${SECS}s ${dbc_extra[*]}"
-"$DBC" bench --config.file "$cfg" --profile s3-sizes --param sizes="$SIZE" --param worker-steps="$CONC" --mix "$OP=1" --duration "${SECS}s" "${dbc_extra[@]}" \
-  --json "$OUT/dbcanary-$OP.json" --html "$OUT/dbcanary-$OP.html" > "$OUT/dbcanary-$OP.txt" 2> "$OUT/dbcanary-$OP.err" \
-  || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$OP.err")"
-J=$OUT/dbcanary-$OP.json
-op() { jsonq "$J" "[o for s in r['stages'] if not s.get('setup') for o in s['ops']][0]$1"; }
-us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
+# dbcanary_round N: dbcanary bench on the same shape; its report in $OUT/dbcanary-$OP-N.json
+dbcanary_round() {
+  log "round $1: dbcanary bench --profile s3-sizes --param sizes=$SIZE --param worker-steps=$CONC --mix $OP=1 --duration ${SECS}s ${dbc_extra[*]}"
+  "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile s3-sizes --param sizes="$SIZE" --param worker-steps="$CONC" --mix "$OP=1" --duration "${SECS}s" "${dbc_extra[@]}" \
+    --json "$OUT/dbcanary-$OP-$1.json" --html "$OUT/dbcanary-$OP-$1.html" > "$OUT/dbcanary-$OP-$1.txt" 2> "$OUT/dbcanary-$OP-$1.err" \
+    || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-$OP-$1.err")"
+}
 
 echo
-echo "S3 side by side: $OP $SIZE objects, $CONC concurrent, ${SECS}s ${warp_extra[*]}; outputs in $OUT"
-header "figure" "warp"
-row "throughput (obj/s)" "$w_rate" "$(op "['throughput_ops_per_s']")"
-row "latency p50 (µs)" "$w_p50" "$(us "$(op "['latency_ms']['p50']")")"
-row "latency p99 (µs)" "$w_p99" "$(us "$(op "['latency_ms']['p99']")")"
-[ "$OP" = get ] && row "time to first byte p50 (µs)" "$w_ttfb50" "$(us "$(op "['phases_ms']['first_byte']['p50']")")"
-[ "$OP" = get ] && row "  same, dbcanary service time p50 (µs)" "$w_p50" "$(us "$(op "['service_time_ms']['p50']")")"
-what="written"; [ "$OP" = get ] && what="read back and compared byte for byte"
-echo "warp requests measured: $w_n; dbcanary: $(op "['ok']") ok ($what), $(jsonq "$J" "r['failed']") failed"
+echo "S3 side by side: $OP $SIZE objects, $CONC concurrent, ${SECS}s ${warp_extra[*]}, $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
+ratios=()
+for n in $(seq 1 "$ROUNDS"); do
+  c0=$(children_ticks); s0=$(server_ticks minio)
+  warp_round "$n"
+  c1=$(children_ticks); s1=$(server_ticks minio)
+  dbcanary_round "$n"
+  c2=$(children_ticks); s2=$(server_ticks minio)
+  read -r w_n w_p50 w_p99 w_ttfb50 < <(warp_figures "$n")
+  w_rate=$(sed -n 's/.*Average: [0-9.]* [KMG]*i*B\/s, \([0-9.]*\) obj\/s.*/\1/p' "$OUT/warp-$OP-$n.txt" | head -1)
+  J=$OUT/dbcanary-$OP-$n.json
+  op() { jsonq "$J" "[o for s in r['stages'] if not s.get('setup') for o in s['ops']][0]$1"; }
+  d_rate=$(op "['throughput_ops_per_s']"); d_p50=$(us "$(op "['latency_ms']['p50']")"); d_p99=$(us "$(op "['latency_ms']['p99']")")
+  d_n=$(jsonq "$J" "sum(o['ok'] for s in r['stages'] for o in s['ops']) + r['failed']")
+  header "round $n (load $(cut -d' ' -f1 /proc/loadavg))" "warp"
+  row "throughput (obj/s)" "$w_rate" "$d_rate"
+  row "latency p50 (µs)" "$w_p50" "$d_p50"
+  row "latency p99 (µs)" "$w_p99" "$d_p99"
+  [ "$OP" = get ] && row "time to first byte p50 (µs)" "$w_ttfb50" "$(us "$(op "['phases_ms']['first_byte']['p50']")")"
+  [ "$OP" = get ] && row "  same, dbcanary service time p50 (µs)" "$w_p50" "$(us "$(op "['service_time_ms']['p50']")")"
+  row "client CPU ms per 1000 requests" "$(cpu_per_kop $((c1 - c0)) "$w_n")" "$(cpu_per_kop $((c2 - c1)) "$d_n")"
+  row "MinIO CPU ms per 1000 requests" "$(cpu_per_kop $((s1 - s0)) "$w_n")" "$(cpu_per_kop $((s2 - s1)) "$d_n")"
+  what="written"; [ "$OP" = get ] && what="read back and compared byte for byte"
+  echo "warp requests measured: $w_n; dbcanary: $(op "['ok']") ok ($what), $(jsonq "$J" "r['failed']") failed"
+  ratios+=("$(ratio "$d_rate" "$w_rate") $(ratio "$d_p50" "$w_p50") $(ratio "$d_p99" "$w_p99")")
+done
+printf '%s\n' "${ratios[@]}" | medians warp "above 1: faster for throughput, slower for latency" throughput p50 p99

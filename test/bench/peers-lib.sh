@@ -112,6 +112,22 @@ server_ticks() {
   pid=$(cat "$STACK_DIR/$1/$1.pid" 2>/dev/null) && [ -r "/proc/$pid/stat" ] || { echo 0; return; }
   awk '{print $14 + $15}' "/proc/$pid/stat"
 }
+# medians PEER DESC COLUMN...: read one line of ratios a round on stdin (one
+# column each, "-" where a figure was missing) and print the median of each
+# column and every round's ratios. DESC says which way is better.
+medians() {
+  python3 -c '
+import statistics, sys
+peer, desc, cols = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows = [[float(x) for x in l.split()] for l in sys.stdin if l.split() and "-" not in l.split()]
+if rows:
+    m = [statistics.median(c) for c in zip(*rows)]
+    print("median of %d rounds, dbcanary / %s: %s (%s)" % (len(rows), peer, ", ".join("%s %.2fx" % (c, v) for c, v in zip(cols, m)), desc))
+    print("every round (%s): %s" % (" ".join(c.replace(" ", "-") for c in cols), "; ".join(" ".join("%.2fx" % v for v in r) for r in rows)))
+else:
+    print("no round gave every figure: no median (see the rounds above)")' "$@"
+}
+
 # cpu_per_kop TICKS OPS: CPU milliseconds per 1000 ops.
 cpu_per_kop() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n + 0 == 0) print "-"; else printf "%.1f", t * 1000 / hz / n * 1000 }'; }
 
