@@ -140,11 +140,11 @@ echo
 echo "Cassandra side by side, like for like: point reads of 1 KiB YCSB rows ($ROWS), $MODE (latte ${latte_shape[*]}; dbcanary ${dbc_shape[*]}), ${SECS}s, $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
 ratios=()
 for n in $(seq 1 "$ROUNDS"); do
-  c0=$(children_ticks); s0=$(server_ticks cassandra)
+  c0=$(children_ticks); t0=$(uptime_s); s0=$(server_ticks cassandra)
   l=$(latte_round "$n")
-  c1=$(children_ticks); s1=$(server_ticks cassandra)
+  c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks cassandra)
   d=$(dbcanary_round "$n")
-  c2=$(children_ticks); s2=$(server_ticks cassandra)
+  c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks cassandra)
   read -r l_rate l_p50 l_p99 l_n <<< "$l"
   read -r d_rate d_p50 d_p99 d_ok d_failed d_all <<< "$d"
   header "round $n (load $(cut -d' ' -f1 /proc/loadavg))" "latte"
@@ -153,6 +153,7 @@ for n in $(seq 1 "$ROUNDS"); do
   row "latency p99 (µs)" "$(us "$l_p99")" "$(us "$d_p99")"
   row "client CPU ms per 1000 ops" "$(cpu_per_kop $((c1 - c0)) "$l_n")" "$(cpu_per_kop $((c2 - c1)) "$d_all")"
   row "Cassandra CPU ms per 1000 ops" "$(cpu_per_kop $((s1 - s0)) "$l_n")" "$(cpu_per_kop $((s2 - s1)) "$d_all")"
+  row "Cassandra CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   echo "latte cycles: $l_n; dbcanary: $d_ok reads compared byte for byte, $d_failed failed"
   ratios+=("$(ratio "$d_rate" "$l_rate") $(ratio "$d_p50" "$l_p50") $(ratio "$d_p99" "$l_p99")")
 done

@@ -118,11 +118,11 @@ echo
 echo "OpenSearch side by side: $DOCS docs bulk (500/request, 8 clients); term query 8 clients unthrottled, then 20 ops/s; ${SECS}s; $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
 ratios=()
 for n in $(seq 1 "$ROUNDS"); do
-  c0=$(children_ticks); s0=$(server_ticks opensearch)
+  c0=$(children_ticks); t0=$(uptime_s); s0=$(server_ticks opensearch)
   osb_round "$n"
-  c1=$(children_ticks); s1=$(server_ticks opensearch)
+  c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks opensearch)
   dbcanary_round "$n"
-  c2=$(children_ticks); s2=$(server_ticks opensearch)
+  c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks opensearch)
   RES=$OUT/osb-result-$n.md C=$OUT/dbcanary-closed-$n.json R=$OUT/dbcanary-20rps-$n.json
   o_bulk=$(osb "$RES" "Mean Throughput" index-append)
   d_bulk=$(jsonq "$OUT/dbcanary-bulk-$n.json" "[o for s in r['stages'] if s['name']=='index-append' for o in s['ops']][0]['throughput_ops_per_s']*500")
@@ -137,7 +137,8 @@ for n in $(seq 1 "$ROUNDS"); do
   row "term at 20 ops/s: latency p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p50']")")"
   row "term at 20 ops/s: service time p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile service time" term-20rps)")" "$(ms2us "$(st "$R" term "['service_time_ms']['p50']")")"
   row "term at 20 ops/s: latency p99 (µs)" "$o_20p99" "$d_20p99"
-  echo "CPU for the whole round (the same tasks): client OSB $(awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s, dbcanary $(awk -v t=$((c2 - c1)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s; OpenSearch $(awk -v t=$((s1 - s0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s / $(awk -v t=$((s2 - s1)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s"
+  echo "CPU for the whole round (the same tasks): OSB $(cpu_s $((c1 - c0))) s, dbcanary $(cpu_s $((c2 - c1))) s; OpenSearch $(cpu_s $((s1 - s0))) s beside OSB, $(cpu_s $((s2 - s1))) s beside dbcanary"
+  row "OpenSearch CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"
   ratios+=("$(ratio "$d_bulk" "$o_bulk") $(ratio "$d_term" "$o_term") $(ratio "$d_p50" "$o_p50") $(ratio "$d_20p99" "$o_20p99")")
 done

@@ -59,11 +59,11 @@ echo
 echo "RabbitMQ side by side ($MODE): PerfTest ${pt_shape[*]} -f persistent -s 1024, ${SECS}s, $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
 ratios=()
 for n in $(seq 1 "$ROUNDS"); do
-  c0=$(children_ticks); s0=$(server_ticks rabbitmq)
+  c0=$(children_ticks); t0=$(uptime_s); s0=$(server_ticks rabbitmq)
   perftest_round "$n"
-  c1=$(children_ticks); s1=$(server_ticks rabbitmq)
+  c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks rabbitmq)
   dbcanary_round "$n"
-  c2=$(children_ticks); s2=$(server_ticks rabbitmq)
+  c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks rabbitmq)
   F=$OUT/perftest-$MODE-$n.txt J=$OUT/dbcanary-$MODE-$n.json
   pt() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" "$F" | tail -1; }
   pt5() { sed -n "s/.*$1 min\/median\/75th\/95th\/99th \([0-9/]*\) µs.*/\1/p" "$F" | tail -1 | cut -d/ -f"$2"; }
@@ -87,6 +87,7 @@ for n in $(seq 1 "$ROUNDS"); do
   row "consumer latency p99 (µs)" "$pt_cons99" "$d_cons99"
   row "client CPU ms per 1000 messages sent+received" "$(cpu_per_kop $((c1 - c0)) "$pt_msgs")" "$(cpu_per_kop $((c2 - c1)) "$d_msgs")"
   row "broker CPU ms per 1000 messages" "$(cpu_per_kop $((s1 - s0)) "$pt_msgs")" "$(cpu_per_kop $((s2 - s1)) "$d_msgs")"
+  row "broker CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   echo "verified by dbcanary: $(op consume "['ok']") messages consumed and compared, $(jsonq "$J" "r['failed']") failed"
   ratios+=("$(ratio "$d_send" "$pt_send") $(ratio "$d_conf50" "$pt_conf50") $(ratio "$d_conf99" "$pt_conf99") $(ratio "$d_cons99" "$pt_cons99")")
 done

@@ -143,11 +143,11 @@ echo
 echo "S3 side by side: $OP $SIZE objects, $CONC concurrent, ${SECS}s ${warp_extra[*]}, $ROUNDS rounds alternating, PIN=${PIN:-0}; outputs in $OUT"
 ratios=()
 for n in $(seq 1 "$ROUNDS"); do
-  c0=$(children_ticks); s0=$(server_ticks minio)
+  c0=$(children_ticks); t0=$(uptime_s); s0=$(server_ticks minio)
   warp_round "$n"
-  c1=$(children_ticks); s1=$(server_ticks minio)
+  c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks minio)
   dbcanary_round "$n"
-  c2=$(children_ticks); s2=$(server_ticks minio)
+  c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks minio)
   read -r w_n w_p50 w_p99 w_ttfb50 < <(warp_figures "$n")
   w_rate=$(sed -n 's/.*Average: [0-9.]* [KMG]*i*B\/s, \([0-9.]*\) obj\/s.*/\1/p' "$OUT/warp-$OP-$n.txt" | head -1)
   J=$OUT/dbcanary-$OP-$n.json
@@ -162,6 +162,7 @@ for n in $(seq 1 "$ROUNDS"); do
   [ "$OP" = get ] && row "  same, dbcanary service time p50 (µs)" "$w_p50" "$(us "$(op "['service_time_ms']['p50']")")"
   row "client CPU ms per 1000 requests" "$(cpu_per_kop $((c1 - c0)) "$w_n")" "$(cpu_per_kop $((c2 - c1)) "$d_n")"
   row "MinIO CPU ms per 1000 requests" "$(cpu_per_kop $((s1 - s0)) "$w_n")" "$(cpu_per_kop $((s2 - s1)) "$d_n")"
+  row "MinIO CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   what="written"; [ "$OP" = get ] && what="read back and compared byte for byte"
   echo "warp requests measured: $w_n; dbcanary: $(op "['ok']") ok ($what), $(jsonq "$J" "r['failed']") failed"
   ratios+=("$(ratio "$d_rate" "$w_rate") $(ratio "$d_p50" "$w_p50") $(ratio "$d_p99" "$w_p99")")

@@ -128,6 +128,14 @@ else:
     print("no round gave every figure: no median (see the rounds above)")' "$@"
 }
 
+# uptime_s: seconds since boot (the wall clock of a round's parts).
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+# busy_pct TICKS FROM TO: CPU ticks over the wall time FROM..TO (uptime_s) as
+# a percentage of one core: near 100 for a server pinned to one CPU (PIN=1)
+# says the server was the limit, whichever tool drove it.
+busy_pct() { awk -v t="$1" -v a="$2" -v b="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (b - a <= 0) print "-"; else printf "%.0f", t / hz / (b - a) * 100 }'; }
+# cpu_s TICKS: CPU seconds.
+cpu_s() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }'; }
 # cpu_per_kop TICKS OPS: CPU milliseconds per 1000 ops.
 cpu_per_kop() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n + 0 == 0) print "-"; else printf "%.1f", t * 1000 / hz / n * 1000 }'; }
 
