@@ -336,15 +336,19 @@ func opAlerts(p baseline.Policy, opt Options) []Rule {
 	w5 := opt.dur(5 * time.Minute)
 	al := RuleGroup{}
 	staleAfter := secs(opt, time.Duration(p.StaleAfter))
-	add(&al, opt.alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0`, qs(p.StaleIntervals*opt.TimeScale), staleAfter), 2*time.Minute, "warning",
+	// A target that pages as down or misconfigured fails every op: its
+	// staleness, error ratio and backlog are the same fault and stay quiet
+	// while the page fires (the error ratio also for 5 minutes after, while
+	// its failures are still in the window). Firing under Alertmanager's
+	// inhibition instead, a symptom whose "for:" ended at the evaluation the
+	// outage did was sent as a ticket: the page's resolution reached
+	// Alertmanager before the symptom's (make soak-chaos, 6 Dec 2026).
+	down := fmt.Sprintf(`ALERTS{alertname=~"%s|%s",alertstate="firing"}`, AlertTargetDown, AlertTargetMisconfigured)
+	add(&al, opt.alert(AlertStale, fmt.Sprintf(`(time() - dbcanary_last_success_timestamp_seconds > clamp_min(%s / dbcanary_op_expected_rate, %s)) and dbcanary_last_success_timestamp_seconds > 0 unless on (target, backend) %s`, qs(p.StaleIntervals*opt.TimeScale), staleAfter, down), 2*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} has not succeeded recently",
 		fmt.Sprintf("The last success of %s was {{ $value | humanizeDuration }} ago (policy: stale after %s or %g of the op's intervals, whichever is longer).", "{{ $labels.op }}", opt.dur(time.Duration(p.StaleAfter)), p.StaleIntervals)))
-	// An outage that paged as down or misconfigured opens no ticket once it is
-	// over, while its failures are still in the window; during it the ticket
-	// is Alertmanager's to inhibit.
-	down := fmt.Sprintf(`ALERTS{alertname=~"%s|%s",alertstate="firing"}`, AlertTargetDown, AlertTargetMisconfigured)
-	add(&al, opt.alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d unless on (target, backend) (max_over_time(%s[%s]) unless on (target, backend) %s)`,
-		RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures, down, w5, down), 5*time.Minute, "warning",
+	add(&al, opt.alert(AlertErrorRatioHigh, fmt.Sprintf(`%s > %s and on (target, backend, op) sum by (target, backend, op) (increase(dbcanary_op_failures_total[%s])) >= %d unless on (target, backend) max_over_time(%s[%s])`,
+		RecOpErrorRatio, qs(p.ErrorRatioWarning), w5, p.ErrorMinFailures, down, w5), 5*time.Minute, "warning",
 		"{{ $labels.backend }} op {{ $labels.op }} on {{ $labels.target }} fails often",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of %s ops failed over %s (policy: above %s and at least %d failures; the references measured 0 %% errors under load).", "{{ $labels.op }}", w5, pct(p.ErrorRatioWarning), p.ErrorMinFailures)))
 	// The durability ledger's checks page as DbcanaryDurabilityLoss (with the age), not twice.
@@ -354,7 +358,7 @@ func opAlerts(p baseline.Policy, opt Options) []Rule {
 	add(&al, opt.alert(AlertDurabilityLoss, fmt.Sprintf(`sum by (target, backend, age, result) (increase(dbcanary_ledger_checks_total{result=~"missing|corrupted"}[%s])) > 0`, w5), 0, "critical",
 		"Acknowledged write {{ $labels.result }} on {{ $labels.backend }} target {{ $labels.target }} at the {{ $labels.age }} check",
 		fmt.Sprintf("%s write(s) the store acknowledged were found %s when read back %s later (durability ledger, last %s; baseline: 0): the store lost or changed data it had confirmed.", wholeValue, "{{ $labels.result }}", "{{ $labels.age }}", w5)))
-	add(&al, opt.alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0`, w5), 2*time.Minute, "warning",
+	add(&al, opt.alert(AlertBacklog, fmt.Sprintf(`sum by (target, backend, op) (increase(dbcanary_op_failures_total{cause="backlog"}[%s])) > 0 unless on (target, backend) %s`, w5, down), 2*time.Minute, "warning",
 		"dbcanary ops on {{ $labels.target }} cannot start: in-flight bound reached",
 		fmt.Sprintf("%s %s ops could not start within their timeout over %s because max_in_flight ops were still running (baseline: 0): the store stalls.", wholeValue, "{{ $labels.op }}", w5)))
 	return al.Rules
