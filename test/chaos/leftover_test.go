@@ -138,12 +138,8 @@ func mqLeftover(ctx context.Context, name, home, target string) history.Leftover
 		l.Problem = fmt.Sprintf("rabbitmqctl list_queues: %v", err)
 		return l
 	}
-	var qs []struct {
-		Name     string         `json:"name"`
-		Messages int            `json:"messages"`
-		Args     map[string]any `json:"arguments"`
-	}
-	if err := json.Unmarshal(out, &qs); err != nil {
+	qs, err := history.ParseQueues(out)
+	if err != nil {
 		l.Problem = fmt.Sprintf("rabbitmqctl list_queues: %v: %.200s", err, out)
 		return l
 	}
