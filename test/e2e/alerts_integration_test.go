@@ -106,8 +106,10 @@ func runAlertsEndToEnd(t *testing.T, m e2eMonitor) {
 	}
 	t.Cleanup(func() { _ = proxy.Delete() })
 
+	// state_dir: the ledger saves to disk, so dbcanary_ledger_last_save_successful
+	// exists for pint's series check of DbcanaryLedgerNotSaved.
 	h := enginetest.Start(t, fmt.Sprintf(`
-global: {timeout: 2s, max_in_flight: 8}
+global: {timeout: 2s, max_in_flight: 8, state_dir: %q}
 targets:
   - name: rmq-e2e
     backend: rabbitmq
@@ -164,7 +166,7 @@ targets:
       bucket: dbcanary-e2e
       access_key_id_file: %s
       secret_access_key_file: %s
-`, proxy.Listen, rmq.Get(t, "DBCANARY_TEST_RABBITMQ_USER"), rmq.Get(t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"),
+`, t.TempDir(), proxy.Listen, rmq.Get(t, "DBCANARY_TEST_RABBITMQ_USER"), rmq.Get(t, "DBCANARY_TEST_RABBITMQ_PASSWORD_FILE"),
 		cas.Get(t, "DBCANARY_TEST_CASSANDRA_HOST"), cas.Get(t, "DBCANARY_TEST_CASSANDRA_PORT"), cas.Get(t, "DBCANARY_TEST_CASSANDRA_DC"),
 		cas.Get(t, "DBCANARY_TEST_CASSANDRA_USER"), cas.Get(t, "DBCANARY_TEST_CASSANDRA_PASSWORD_FILE"),
 		cas.Get(t, "DBCANARY_TEST_CASSANDRA_HOST"), cas.Get(t, "DBCANARY_TEST_CASSANDRA_PORT"), cas.Get(t, "DBCANARY_TEST_CASSANDRA_DC"),
