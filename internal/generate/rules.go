@@ -298,6 +298,7 @@ func exporterAlerts(p baseline.Policy, opt Options) []Rule {
 	add(&al, opt.alert(AlertLedgerNotSaved, `dbcanary_ledger_last_save_successful == 0`, 5*time.Minute, "warning",
 		"dbcanary cannot save the durability ledger of {{ $labels.target }}",
 		"The ledger's last write of its file in state_dir failed (value {{ $value }}; baseline: 1): the disk is full or not writable. Its writes are still checked while this process runs; a restart would forget those not saved (unchecked, never reported lost)."))
+	al.Rules[len(al.Rules)-1].Comment = "pint disable promql/series(dbcanary_ledger_last_save_successful)" // exported only with state_dir
 	return al.Rules
 }
 
