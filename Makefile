@@ -62,7 +62,7 @@ LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
 
 
 .PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
-.PHONY: all build deps test lint unit integration bench bench-load demo stack-up stack-down clean fuzz soak soak-pages soak-chaos test-pages vulncheck
+.PHONY: all build deps test lint unit integration bench bench-peers bench-load demo stack-up stack-down clean fuzz soak soak-pages soak-chaos test-pages vulncheck
 
 all: build
 
@@ -226,6 +226,10 @@ board-picture:
 ## bench: the engine's benchmarks (scheduler floor, record path; figures, not assertions); `dbcanary bench` measures the stores
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/
+
+## bench-peers: every peer script (PerfTest, warp, opensearch-benchmark, latte) beside `dbcanary bench` on each shape, the server sharing the cores (PIN=0) then on its own CPU (PIN=1), ROUNDS (3) alternating rounds; prints summary.md with the date, commit, load and median ratios for docs/evidence/measurements.md (about an hour; a quiet machine; not in make test)
+bench-peers:
+	ROUNDS=$(or $(ROUNDS),3) test/bench/peers-all.sh
 
 ## bench-load: the load one instance puts on each store at each backend's defaults (ops/s, payload and socket bytes/s; LOAD_WINDOW=3m), next to check-config's estimate; docs/load.md keeps the table (not in make test)
 bench-load: deps

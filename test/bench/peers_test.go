@@ -47,3 +47,57 @@ printf '1 -\n' | medians warp "x" a b`)
 		}
 	}
 }
+
+// TestPeersAll: peers-all.sh runs every SCRIPT:SHAPE with every PIN, passes
+// the shape's words and PIN/ROUNDS to the script, keeps going past a script
+// that fails (and exits non-zero), and writes the summary with each run's
+// command, load and median lines. Fake peer scripts stand in for the tools.
+func TestPeersAll(t *testing.T) {
+	dir := t.TempDir()
+	fake := `#!/usr/bin/env bash
+echo "args=$* pin=$PIN rounds=$ROUNDS out=${BENCH_OUT##*/}"
+echo "median of 3 rounds, dbcanary / Fake: rate 1.0${PIN}x (above 1: faster)"
+echo "every round (rate): 1.00x; 1.01x; 1.02x"
+`
+	if err := os.WriteFile(filepath.Join(dir, "peer-good.sh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "peer-bad.sh"), []byte("#!/usr/bin/env bash\necho cannot reach the server >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command("bash", "./peers-all.sh")
+	cmd.Env = append(os.Environ(), "PEER_DIR="+dir, "BENCH_OUT="+out, "RUNS=good:get,4KiB,8 bad:x good:", "PINS=0 1", "ROUNDS=2")
+	got, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1 (one script failed), got %v\n%s", err, got)
+	}
+	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ROUNDS=2, PINS=\"0 1\"",
+		"### `PIN=0 ROUNDS=2 test/bench/peer-good.sh get 4KiB 8`",
+		"### `PIN=1 ROUNDS=2 test/bench/peer-good.sh`",
+		"median of 3 rounds, dbcanary / Fake: rate 1.00x",
+		"median of 3 rounds, dbcanary / Fake: rate 1.01x",
+		"every round (rate): 1.00x; 1.01x; 1.02x",
+		"**Failed** (exit 3)",
+		"cannot reach the server",
+	} {
+		if !strings.Contains(string(sum), want) {
+			t.Errorf("want %q in the summary:\n%s", want, sum)
+		}
+	}
+	if n := strings.Count(string(sum), "### `"); n != 6 {
+		t.Errorf("want 6 runs (3 shapes x 2 pins), got %d:\n%s", n, sum)
+	}
+	log, err := os.ReadFile(filepath.Join(out, "good-get-4KiB-8-pin1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "args=get 4KiB 8 pin=1 rounds=2 out=good-get-4KiB-8-pin1"; !strings.Contains(string(log), want) {
+		t.Errorf("want %q in the log, got %s", want, log)
+	}
+}
