@@ -21,7 +21,7 @@ import (
 
 // scrapeEvery is the chart's ServiceMonitor interval: Prometheus scrapes
 // and evaluates the shipped rules as a deployment does.
-const scrapeEvery = 30 * time.Second
+const scrapeEvery = history.ScrapeEvery
 
 // plan shapes the schedule: 3 minutes of healthy run first, the last 4
 // quiet (late and extra pages show there), same-store faults 7 minutes
@@ -33,17 +33,10 @@ const scrapeEvery = 30 * time.Second
 var plan = history.Plan{Warmup: 3 * time.Minute, Tail: 4 * time.Minute, Separation: 7 * time.Minute,
 	GapMin: 30 * time.Second, GapMax: 2 * time.Minute, Overlap: 0.5}
 
-// checkOptions are the checker's stated tolerances for a run of length run.
+// checkOptions are the checker's stated tolerances for a run of length run
+// (history.RunOptions says how each is derived).
 func checkOptions(run time.Duration) history.Options {
-	span := min(30*time.Minute, run/4)
-	b := func(m string, rel, abs float64) history.GrowthBound {
-		return history.GrowthBound{Metric: m, Rel: rel, Abs: abs, Warmup: 3 * time.Minute, MinSpan: span}
-	}
-	// TicketGrace: the warnings' longest for: (10m), their last-3m-sample
-	// clause and group_wait after a symptom that outlasts the fault.
-	return history.Options{PageGrace: 2 * time.Minute, NotifyGrace: 7 * time.Minute, TicketGrace: 14 * time.Minute, Lossy: []string{targetMQLossy}, Growth: []history.GrowthBound{
-		b(history.MetricRSS, 0.10, 16<<20), b(history.MetricGoroutines, 0.10, 20),
-		b(history.MetricOpenFDs, 0.10, 10), b(history.MetricSeries, 0.05, 100)}}
+	return history.RunOptions(run, targetMQLossy)
 }
 
 // settings are the run's knobs: CHAOS_DURATION (2h) and CHAOS_SEED (the

@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,11 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,10 +130,7 @@ func sample(ctx context.Context, t *testing.T, addr string, w *history.Writer, e
 	return func() { cancel(); wg.Wait() }
 }
 
-var ledgerLost = regexp.MustCompile(`^dbcanary_ledger_checks_total\{.*result="(missing|corrupted)".*\} `)
-var targetLabel = regexp.MustCompile(`target="([^"]*)"`)
-
-// scrape reads one Sample from dbcanary's text exposition.
+// scrape reads one Sample from dbcanary's text exposition (history.ReadScrape).
 func scrape(ctx context.Context, addr string) (history.Sample, error) {
 	s := history.Sample{At: time.Now(), LedgerLost: map[string]float64{}, Load: stack.LoadAverage()}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -148,33 +141,8 @@ func scrape(ctx context.Context, addr string) (history.Sample, error) {
 		return s, err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s.Series++
-		name, val, _ := strings.Cut(line, " ")
-		v, _ := strconv.ParseFloat(strings.Fields(val + " ")[0], 64)
-		switch name {
-		case "process_resident_memory_bytes":
-			s.RSS = v
-		case "go_goroutines":
-			s.Goroutines = v
-		case "process_open_fds":
-			s.OpenFDs = v
-		case "process_start_time_seconds":
-			s.Start = v
-		}
-		if ledgerLost.MatchString(line) {
-			if m := targetLabel.FindStringSubmatch(line); m != nil {
-				s.LedgerLost[m[1]] += v
-			}
-		}
-	}
-	return s, sc.Err()
+	err = history.ReadScrape(resp.Body, &s)
+	return s, err
 }
 
 // writeNotes writes every notification the webhook received, and the

@@ -69,6 +69,7 @@ type Report struct {
 	Losses     []string
 	Lossy      []string // targets configured to lose (Options.Lossy)
 	Growth     []GrowthResult
+	FirstUse   FirstUseResult
 	Leftovers  []Leftover
 	LeftoverOK []bool
 	// The machine's load average over the samples (for the reader).
@@ -101,6 +102,7 @@ func Check(h History, o Options) *Report {
 	}
 	r.Losses = losses(h, o.Lossy)
 	r.Growth = growth(h.Samples, o.Growth)
+	r.FirstUse = firstUse(h.Samples)
 	for _, s := range h.Samples {
 		if s.Load > 0 {
 			r.LoadSum, r.LoadMax, r.LoadN = r.LoadSum+s.Load, max(r.LoadMax, s.Load), r.LoadN+1
@@ -284,7 +286,40 @@ func (r *Report) Failed() bool {
 	if len(r.Unowned) > 0 || len(r.Outside) > 0 || len(r.Losses) > 0 || slices.Contains(r.LeftoverOK, false) {
 		return true
 	}
-	return slices.ContainsFunc(r.Growth, func(g GrowthResult) bool { return !g.OK })
+	return !r.FirstUse.OK || slices.ContainsFunc(r.Growth, func(g GrowthResult) bool { return !g.OK })
+}
+
+// FirstUseResult judges the series failures create on first use: at every
+// sample at most what the documented layout allows for the ops scraped.
+type FirstUseResult struct {
+	Judged      int     // samples that counted them (recorded since 6 Dec 2026)
+	Most        float64 // the most seen
+	Allowed     float64 // the allowance at that sample
+	Over        int     // samples above their allowance
+	WorstOver   float64 // the most above it
+	OK          bool
+	WorstSample time.Time
+}
+
+func firstUse(samples []Sample) FirstUseResult {
+	r := FirstUseResult{OK: true}
+	for _, s := range samples {
+		if s.FirstUseMax == 0 {
+			continue
+		}
+		r.Judged++
+		if s.FirstUse >= r.Most {
+			r.Most, r.Allowed = s.FirstUse, s.FirstUseMax
+		}
+		if d := s.FirstUse - s.FirstUseMax; d > 0 {
+			r.Over++
+			r.OK = false
+			if d > r.WorstOver {
+				r.WorstOver, r.WorstSample = d, s.At
+			}
+		}
+	}
+	return r
 }
 
 // noteString names a notification for the table.

@@ -33,8 +33,8 @@ func (s Sample) value(metric string) (float64, bool) {
 		return s.Goroutines, true
 	case MetricOpenFDs:
 		return s.OpenFDs, true
-	case MetricSeries:
-		return s.Series, true
+	case MetricSeries: // the failure series created on first use apart (ReadScrape)
+		return s.Series - s.FirstUse, true
 	}
 	return 0, false
 }

@@ -58,6 +58,11 @@ type Sample struct {
 	Goroutines float64 `json:"goroutines"`
 	OpenFDs    float64 `json:"open_fds"`
 	Series     float64 `json:"series"`
+	// FirstUse are the series of Series a failure creates on first use
+	// (ReadScrape), FirstUseMax the most the documented layout allows for
+	// the ops scraped; both 0 in runs recorded before 6 Dec 2026 13:00.
+	FirstUse    float64 `json:"first_use_series,omitempty"`
+	FirstUseMax float64 `json:"first_use_max,omitempty"`
 	// LedgerLost counts ledger checks that found an acknowledged write
 	// missing or corrupted (dbcanary_ledger_checks_total), by target.
 	LedgerLost map[string]float64 `json:"ledger_lost,omitempty"`
