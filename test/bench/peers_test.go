@@ -42,9 +42,14 @@ printf '1 -\n' | medians warp "x" a b`)
 		"every round (throughput p50 p99): 1.00x 0.50x 2.00x; 0.90x 0.60x 1.50x; 1.10x 0.40x 1.00x",
 		"no round gave every figure",
 	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("want %q in:\n%s", want, out)
-		}
+		wantIn(t, "the output", string(out), want)
+	}
+}
+
+func wantIn(t *testing.T, what, text, want string) {
+	t.Helper()
+	if !strings.Contains(text, want) {
+		t.Errorf("want %q in %s:\n%s", want, what, text)
 	}
 }
 
@@ -86,9 +91,7 @@ echo "every round (rate): 1.00x; 1.01x; 1.02x"
 		"**Failed** (exit 3)",
 		"cannot reach the server",
 	} {
-		if !strings.Contains(string(sum), want) {
-			t.Errorf("want %q in the summary:\n%s", want, sum)
-		}
+		wantIn(t, "the summary", string(sum), want)
 	}
 	if n := strings.Count(string(sum), "### `"); n != 6 {
 		t.Errorf("want 6 runs (3 shapes x 2 pins), got %d:\n%s", n, sum)
@@ -97,7 +100,5 @@ echo "every round (rate): 1.00x; 1.01x; 1.02x"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "args=get 4KiB 8 pin=1 rounds=2 out=good-get-4KiB-8-pin1"; !strings.Contains(string(log), want) {
-		t.Errorf("want %q in the log, got %s", want, log)
-	}
+	wantIn(t, "the log", string(log), "args=get 4KiB 8 pin=1 rounds=2 out=good-get-4KiB-8-pin1")
 }

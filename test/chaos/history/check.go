@@ -286,7 +286,7 @@ func (r *Report) Failed() bool {
 	if len(r.Unowned) > 0 || len(r.Outside) > 0 || len(r.Losses) > 0 || slices.Contains(r.LeftoverOK, false) {
 		return true
 	}
-	return !r.FirstUse.OK || slices.ContainsFunc(r.Growth, func(g GrowthResult) bool { return !g.OK })
+	return !r.FirstUse.OK() || slices.ContainsFunc(r.Growth, func(g GrowthResult) bool { return !g.OK })
 }
 
 // FirstUseResult judges the series failures create on first use: at every
@@ -297,12 +297,14 @@ type FirstUseResult struct {
 	Allowed     float64 // the allowance at that sample
 	Over        int     // samples above their allowance
 	WorstOver   float64 // the most above it
-	OK          bool
 	WorstSample time.Time
 }
 
+// OK: no sample above its allowance.
+func (r FirstUseResult) OK() bool { return r.Over == 0 }
+
 func firstUse(samples []Sample) FirstUseResult {
-	r := FirstUseResult{OK: true}
+	var r FirstUseResult
 	for _, s := range samples {
 		if s.FirstUseMax == 0 {
 			continue
@@ -313,7 +315,6 @@ func firstUse(samples []Sample) FirstUseResult {
 		}
 		if d := s.FirstUse - s.FirstUseMax; d > 0 {
 			r.Over++
-			r.OK = false
 			if d > r.WorstOver {
 				r.WorstOver, r.WorstSample = d, s.At
 			}

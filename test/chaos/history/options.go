@@ -2,9 +2,9 @@ package history
 
 import "time"
 
-// The shipped rules' and Alertmanager configuration's timings the run's
-// graces are derived from (alerts/dbcanary-rules.yml,
-// deploy/kubernetes/alertmanager: the chart's ServiceMonitor interval).
+// The timings the run's graces are derived from: the chart's ServiceMonitor
+// interval, alerts/dbcanary-rules.yml's windows and alerts/alertmanager.yml's
+// group_interval (TestRunOptionsGroupInterval keeps the last in step).
 const (
 	// ScrapeEvery is the scrape and rule evaluation interval of the run.
 	ScrapeEvery = 30 * time.Second

@@ -17,6 +17,18 @@ var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"
 // opSeries counts one op's latency and service-time lines by result.
 type opSeries struct{ okLat, errLat, okST int }
 
+// LazyCauses are the failure causes whose counter an op creates on its
+// first failure of that cause: probes.Causes but metrics.EagerCauses.
+func LazyCauses() []probes.Cause {
+	var out []probes.Cause
+	for _, c := range probes.Causes {
+		if !slices.Contains(metrics.EagerCauses, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // ReadScrape reads one text exposition of dbcanary's /metrics into s: every
 // series (Series), the process's RSS, goroutines, open files and start time,
 // the ledger checks that found a write missing or corrupted (by target), and
@@ -92,13 +104,12 @@ func ReadScrape(r io.Reader, s *Sample) error {
 			}
 		case "dbcanary_op_failures_total":
 			op(l)
-			c := probes.Cause(l["cause"])
-			if slices.Contains(probes.Causes, c) && !slices.Contains(metrics.EagerCauses, c) {
+			if slices.Contains(LazyCauses(), probes.Cause(l["cause"])) {
 				s.FirstUse++
 			}
 		}
 	}
-	lazy := len(probes.Causes) - len(metrics.EagerCauses)
+	lazy := len(LazyCauses())
 	for _, o := range ops {
 		lat := o.okLat
 		if lat == 0 { // an op that never succeeded: its error histogram has the same bounds

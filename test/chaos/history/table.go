@@ -91,13 +91,13 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 		if !g.OK {
 			verdict = "**FAIL**"
 		}
-		if g.N == 0 {
-			fmt.Fprintf(b, "| %s flat | %s: %s |\n", g.Metric, verdict, g.Note)
-			continue
-		}
 		what := g.Metric
 		if what == MetricSeries {
 			what = "series (those failures create on first use apart)"
+		}
+		if g.N == 0 {
+			fmt.Fprintf(b, "| %s flat | %s: %s |\n", what, verdict, g.Note)
+			continue
 		}
 		fmt.Fprintf(b, "| %s flat | %s: slope %.4g/h over %s (%d samples, mean %.4g): growth %.4g, bound %.4g |\n",
 			what, verdict, g.PerHour, g.Span.Round(time.Second), g.N, g.Mean, g.Growth, g.Limit)
@@ -105,7 +105,7 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 	switch fu := r.FirstUse; {
 	case fu.Judged == 0:
 		b.WriteString("| series failures create on first use | not counted (a run recorded before 6 Dec 2026) |\n")
-	case !fu.OK:
+	case !fu.OK():
 		fmt.Fprintf(b, "| series failures create on first use | **FAIL**: %d of %d samples above the documented bound, by up to %.0f (at %s) |\n",
 			fu.Over, fu.Judged, fu.WorstOver, "+"+fu.WorstSample.Sub(t0).Round(time.Second).String())
 	default:

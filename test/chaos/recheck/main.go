@@ -15,26 +15,35 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/dbcanary/dbcanary/test/chaos/history"
 )
 
-// The series failures create on first use, and the most the layout allows
-// (history.ReadScrape's rules, in PromQL over the run's Prometheus).
-const (
-	firstUseQuery = `count({job="dbcanary",__name__=~"dbcanary_op_(latency|service_time)_seconds_(bucket|sum|count)",result="error"} or vector(0)) - 1 + ` +
-		`count(dbcanary_op_failures_total{cause=~"timeout|refused|dns|tls|auth|setup|stale|server|other"} or vector(0)) - 1`
-	firstUseMaxQuery = `count({job="dbcanary",__name__=~"dbcanary_op_(latency|service_time)_seconds_(bucket|sum|count)",result="ok"}) + 9 * count(count by (target, backend, op) (dbcanary_op_failures_total))`
-)
+// firstUseQueries are the series failures create on first use, and the most
+// the layout allows (history.ReadScrape's rules, in PromQL over the run's
+// Prometheus).
+func firstUseQueries() (count, most string) {
+	var causes []string
+	for _, c := range history.LazyCauses() {
+		causes = append(causes, string(c))
+	}
+	lazy := strings.Join(causes, "|")
+	count = `count({job="dbcanary",__name__=~"dbcanary_op_(latency|service_time)_seconds_(bucket|sum|count)",result="error"} or vector(0)) - 1 + ` +
+		`count(dbcanary_op_failures_total{cause=~"` + lazy + `"} or vector(0)) - 1`
+	most = `count({job="dbcanary",__name__=~"dbcanary_op_(latency|service_time)_seconds_(bucket|sum|count)",result="ok"}) + ` +
+		strconv.Itoa(len(causes)) + ` * count(count by (target, backend, op) (dbcanary_op_failures_total))`
+	return count, most
+}
 
 func main() {
 	prom := flag.String("prometheus", "", "URL of a Prometheus serving the run's TSDB, to count the series failures create on first use")
@@ -63,13 +72,19 @@ func run(dir, prom, lossy, seed string) (int, error) {
 	}
 	h.Start, h.End = h.Samples[0].At.Truncate(time.Second), h.Samples[len(h.Samples)-1].At
 	if prom != "" {
+		client, err := api.NewClient(api.Config{Address: prom})
+		if err != nil {
+			return 0, fmt.Errorf("--prometheus %q: %w", prom, err)
+		}
+		papi := promv1.NewAPI(client)
+		countQ, mostQ := firstUseQueries()
 		for i := range h.Samples {
 			s := &h.Samples[i]
-			if s.FirstUse, err = instant(prom, firstUseQuery, s.At); err != nil {
-				return 0, err
+			if s.FirstUse, err = instant(papi, countQ, s.At); err != nil {
+				return 0, fmt.Errorf("--prometheus %q: %w", prom, err)
 			}
-			if s.FirstUseMax, err = instant(prom, firstUseMaxQuery, s.At); err != nil {
-				return 0, err
+			if s.FirstUseMax, err = instant(papi, mostQ, s.At); err != nil {
+				return 0, fmt.Errorf("--prometheus %q: %w", prom, err)
 			}
 		}
 	}
@@ -83,41 +98,21 @@ func run(dir, prom, lossy, seed string) (int, error) {
 	return 0, nil
 }
 
-// instant evaluates a query that returns one number at t.
-func instant(base, query string, t time.Time) (float64, error) {
+// instant evaluates a query that returns one number at t (0 when nothing
+// was scraped yet at t).
+func instant(papi promv1.API, query string, t time.Time) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	u := base + "/api/v1/query?" + url.Values{"query": {query}, "time": {strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', 3, 64)}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	v, _, _, err := papi.Query(ctx, query, t)
 	if err != nil {
-		return 0, fmt.Errorf("--prometheus %q: %w", base, err)
+		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("--prometheus %q: %w", base, err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return 0, fmt.Errorf("--prometheus %q: not a Prometheus query answer: %w", base, err)
-	}
-	if body.Status != "success" {
-		return 0, fmt.Errorf("--prometheus %q: %s", base, body.Error)
-	}
-	if len(body.Data.Result) == 0 {
-		return 0, nil // nothing scraped yet at t
-	}
-	v, ok := body.Data.Result[0].Value[1].(string)
+	vec, ok := v.(model.Vector)
 	if !ok {
-		return 0, errors.New("--prometheus: a value that is not a number")
+		return 0, fmt.Errorf("%s: a %s, not a vector", query, v.Type())
 	}
-	return strconv.ParseFloat(v, 64)
+	if len(vec) == 0 {
+		return 0, nil
+	}
+	return float64(vec[0].Value), nil
 }
