@@ -94,9 +94,11 @@ func TestSoakChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAllUp(t, d.addr, 5*time.Minute)
+	logf("every target up; waiting for the steady state (no alert pending or firing for %s, every notified group resolved)", settleQuiet)
+	took := settle(t, al)
 	ctx := context.Background()
 	t0 := time.Now()
-	logf("every target up; the run starts (load average %.2f); records in %s", stack.LoadAverage(), dir)
+	logf("settled in %s; the run starts (load average %.2f); records in %s", took.Round(time.Second), stack.LoadAverage(), dir)
 	stopSampling := sample(ctx, t, d.addr, w, 15*time.Second)
 	n := &nemesis{t: t, tp: tp, d: d, w: w, th: th, kinds: kinds, t0: t0}
 	n.run(ctx, sched)

@@ -63,9 +63,12 @@ const (
 
 // Report is the checker's result.
 type Report struct {
-	Faults     []*Fault
-	Unowned    []Note // pages no fault owns
-	Outside    []Note // notifications outside every fault window and its grace
+	Faults  []*Fault
+	Unowned []Note // pages no fault owns
+	Outside []Note // notifications outside every fault window and its grace
+	// Settling are the notifications before the run's start, while the
+	// stack settled: listed, owned by no fault, judged only for losses.
+	Settling   []Note
 	Losses     []string
 	Lossy      []string // targets configured to lose (Options.Lossy)
 	Growth     []GrowthResult
@@ -80,7 +83,15 @@ type Report struct {
 // Check judges a recorded run.
 func Check(h History, o Options) *Report {
 	r := &Report{Faults: faults(h), Lossy: o.Lossy}
-	pages := incidentPages(h.Notes)
+	var run []Note
+	for _, n := range h.Notes {
+		if !h.Start.IsZero() && n.At.Before(h.Start) {
+			r.Settling = append(r.Settling, n)
+		} else {
+			run = append(run, n)
+		}
+	}
+	pages := incidentPages(run)
 	for _, p := range pages {
 		if f := owner(r.Faults, p, o.PageGrace); f != nil {
 			f.Got = append(f.Got, p)
@@ -91,7 +102,7 @@ func Check(h History, o Options) *Report {
 	for _, f := range r.Faults {
 		judge(f)
 	}
-	for _, n := range h.Notes {
+	for _, n := range run {
 		grace := o.NotifyGrace
 		if n.Receiver != ReceiverPager && o.TicketGrace > grace {
 			grace = o.TicketGrace
@@ -325,5 +336,9 @@ func firstUse(samples []Sample) FirstUseResult {
 
 // noteString names a notification for the table.
 func noteString(n Note, t0 time.Time) string {
-	return fmt.Sprintf("+%s %s %s %s{target=%s}", n.At.Sub(t0).Round(time.Second), n.Receiver, n.Status, strings.TrimPrefix(n.GroupLabels["alertname"], "Dbcanary"), n.GroupLabels["target"])
+	sign := "+"
+	if n.At.Before(t0) {
+		sign = ""
+	}
+	return fmt.Sprintf("%s%s %s %s %s{target=%s}", sign, n.At.Sub(t0).Round(time.Second), n.Receiver, n.Status, strings.TrimPrefix(n.GroupLabels["alertname"], "Dbcanary"), n.GroupLabels["target"])
 }

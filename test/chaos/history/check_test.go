@@ -270,3 +270,30 @@ func TestCheckLossyTarget(t *testing.T) {
 		t.Errorf("the same loss on a target not configured to lose passed:\n%s", r.Table(t0))
 	}
 }
+
+// Notifications before the run's start come from the stack settling (the
+// harness starts the run once no alert is pending or firing and every
+// group it saw was resolved): the table lists them, no fault owns them, and
+// they neither page nor fall outside a window; a loss among them still
+// fails the run.
+func TestCheckBeforeStart(t *testing.T) {
+	h := passing()
+	early := []Note{
+		page(t0.Add(-9*time.Minute), "firing", "DbcanaryLatencyAboveBaseline", "cas"),
+		page(t0.Add(-2*time.Minute), "resolved", "DbcanaryLatencyAboveBaseline", "cas"),
+	}
+	early[0].Receiver, early[1].Receiver = "ticket", "ticket"
+	h.Notes = append(early, h.Notes...)
+	r := Check(h, opts)
+	tab := r.Table(t0)
+	if r.Failed() {
+		t.Errorf("notifications before the start failed the run:\n%s", tab)
+	}
+	if want := "| notifications before the run (while the stack settled) | 2: -9m0s ticket firing LatencyAboveBaseline{target=cas}; -2m0s ticket resolved LatencyAboveBaseline{target=cas} |"; !strings.Contains(tab, want) {
+		t.Errorf("table lacks %q:\n%s", want, tab)
+	}
+	h.Notes = append([]Note{page(t0.Add(-time.Minute), "firing", AlertDurabilityLoss, "cas")}, h.Notes...)
+	if r := Check(h, opts); !r.Failed() || len(r.Losses) != 1 {
+		t.Errorf("a loss notified before the start passed: %v", r.Losses)
+	}
+}

@@ -81,6 +81,10 @@ func (r *Report) runWide(b *strings.Builder, t0 time.Time) {
 	b.WriteString("\n| check | result |\n|---|---|\n")
 	fmt.Fprintf(b, "| pages no fault owns | %s |\n", notesCell(r.Unowned, t0))
 	fmt.Fprintf(b, "| notifications outside every fault window and its grace | %s |\n", notesCell(r.Outside, t0))
+	if len(r.Settling) > 0 {
+		// listed, not failed: no bold
+		fmt.Fprintf(b, "| notifications before the run (while the stack settled) | %s |\n", strings.Replace(notesCell(r.Settling, t0), "**", "", 2))
+	}
 	which := "every target: none is configured to lose one"
 	if len(r.Lossy) > 0 {
 		which = "every target but " + strings.Join(r.Lossy, ", ") + ", configured to lose"
