@@ -53,16 +53,7 @@ func s3Leftover(ctx context.Context, store string, e stack.Env) history.Leftover
 		l.Problem = err.Error()
 		return l
 	}
-	now := time.Now()
-	for o := range c.ListObjects(ctx, s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
-		if o.Err != nil {
-			l.Problem = o.Err.Error()
-			break
-		}
-		l.Items++
-		l.Oldest = max(l.Oldest, history.Duration(now.Sub(o.LastModified)))
-	}
-	return l
+	return history.ListS3(ctx, c, l, s3Bucket, time.Now(), 3*time.Minute, time.Second)
 }
 
 // casLeftover reads the write time of every canary row: Cassandra returns
