@@ -155,11 +155,15 @@ func writeNotes(ctx context.Context, w *history.Writer, al *pager.Alerting, end 
 	}
 	for _, n := range sent {
 		var alerts []string
+		var since time.Time // the newest firing alert's start
 		for _, a := range n.Alerts {
 			alerts = append(alerts, a.Status+" "+pager.AlertString(a.Labels))
+			if n.Status == "firing" && a.Status == "firing" && a.StartsAt.After(since) {
+				since = a.StartsAt
+			}
 		}
 		if err := w.Append(history.FileNotifications, history.Note{At: n.At, Receiver: n.Receiver, Status: n.Status,
-			GroupKey: n.GroupKey, GroupLabels: n.GroupLabels, Alerts: alerts}); err != nil {
+			GroupKey: n.GroupKey, GroupLabels: n.GroupLabels, Alerts: alerts, Since: since}); err != nil {
 			return err
 		}
 	}

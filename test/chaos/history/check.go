@@ -195,11 +195,15 @@ func incidentPages(notes []Note) []Note {
 	return out
 }
 
-// covers reports whether the fault's window plus grace holds the note, and
-// the note is about the fault's target (a fault without one owns all).
+// covers reports whether the fault's window plus grace holds the note, its
+// alert did not fire before the fault (Note.Since), and the note is about
+// the fault's target (a fault without one owns all).
 func covers(f *Fault, n Note, grace time.Duration) bool {
 	if f.Start.IsZero() || n.At.Before(f.Start) || n.At.After(f.End.Add(grace)) {
 		return false
+	}
+	if !n.Since.IsZero() && n.Since.Before(f.Start) {
+		return false // its alert fired before the fault: another cause
 	}
 	return f.Target == "" || n.GroupLabels["target"] == f.Target
 }

@@ -297,3 +297,34 @@ func TestCheckBeforeStart(t *testing.T) {
 		t.Errorf("a loss notified before the start passed: %v", r.Losses)
 	}
 }
+
+// A notification belongs to a fault only if its alert began firing after
+// the fault was injected: the 2-hour run of 6 Dec 17:15 had a cas `read`
+// ticket whose alert fired at 18:23:59 (pending since 18:13:59, 9 minutes
+// after two restarted nodes came back), sent at 18:24:29, 29 s into a
+// cas-node-cut injected at 18:24:00, which the checker then counted as that
+// fault's. Since is when the newest alert of the notification fired.
+func TestCheckFiredBeforeFault(t *testing.T) {
+	h := passing()
+	h.End = at("40m")
+	h.Events = append(h.Events,
+		Event{Seq: 3, Kind: "cas-node-cut", Target: "cas", Phase: PhaseInject, At: at("30m")},
+		Event{Seq: 3, Kind: "cas-node-cut", Target: "cas", Phase: PhaseRevert, At: at("33m")})
+	n := page(at("30m30s"), "firing", "DbcanaryLatencyAboveBaseline", "cas")
+	n.Receiver = "ticket"
+	n.Since = at("30m").Add(-time.Second)
+	h.Notes = append(h.Notes, n)
+	r := Check(h, opts)
+	if !r.Failed() || len(r.Outside) != 1 {
+		t.Errorf("a ticket whose alert fired 1 s before the fault it arrived in was owned by it:\n%s", r.Table(t0))
+	}
+	h.Notes[len(h.Notes)-1].Since = at("30m").Add(time.Second)
+	if r := Check(h, opts); r.Failed() {
+		t.Errorf("a ticket whose alert fired 1 s into the fault failed the run:\n%s", r.Table(t0))
+	}
+	// A page too: fired before the fault, it is not the fault's page.
+	h.Notes[len(h.Notes)-1].Receiver, h.Notes[len(h.Notes)-1].Since = ReceiverPager, at("30m").Add(-time.Second)
+	if r := Check(h, opts); len(r.Unowned) != 1 {
+		t.Errorf("a page whose alert fired before the fault was owned by it:\n%s", r.Table(t0))
+	}
+}

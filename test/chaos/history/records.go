@@ -46,6 +46,11 @@ type Note struct {
 	GroupKey    string            `json:"group_key"`
 	GroupLabels map[string]string `json:"group_labels"`
 	Alerts      []string          `json:"alerts,omitempty"` // their names and labels, for the reader
+	// Since is when the newest firing alert of a firing notification began
+	// firing (Alertmanager's startsAt, Prometheus's FiredAt): a fault owns
+	// the notification only if it was injected before that. Zero in runs
+	// recorded before 6 Dec 2026 19:00 and in resolved notifications.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Sample is one scrape of dbcanary's own metrics.
