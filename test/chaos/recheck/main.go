@@ -10,6 +10,9 @@
 // recorded before the samples counted the series failures create on first
 // use (6 Dec 2026) can take those counts from the run's own Prometheus:
 // start one on a copy of RUN_DIR/prometheus/data and pass --prometheus.
+// The same Prometheus gives runs recorded before 6 Dec 2026 19:00 when each
+// firing notification's alerts began firing (history.Note.Since, from the
+// ALERTS series of its group), so a fault owns only what fired after it.
 // Exit status 1 when the run fails its checker, 2 on a usage or read error.
 package main
 
@@ -18,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +91,15 @@ func run(dir, prom, lossy, seed string) (int, error) {
 				return 0, fmt.Errorf("--prometheus %q: %w", prom, err)
 			}
 		}
+		for i := range h.Notes {
+			n := &h.Notes[i]
+			if n.Status != "firing" || !n.Since.IsZero() {
+				continue
+			}
+			if n.Since, err = since(papi, *n); err != nil {
+				return 0, fmt.Errorf("--prometheus %q: %w", prom, err)
+			}
+		}
 	}
 	run := h.End.Sub(h.Start).Round(time.Minute)
 	r := history.Check(h, history.RunOptions(run, lossy))
@@ -115,4 +128,65 @@ func instant(papi promv1.API, query string, t time.Time) (float64, error) {
 		return 0, nil
 	}
 	return float64(vec[0].Value), nil
+}
+
+// alertStep is the resolution the ALERTS series are read at: half the run's
+// rule evaluation interval (history.ScrapeEvery).
+const alertStep = history.ScrapeEvery / 2
+
+// since is when the newest firing alert of a firing notification's group
+// began firing, from the run's ALERTS series (zero when none is found: the
+// checker then judges the note by its arrival alone, as before).
+func since(papi promv1.API, n history.Note) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, _, _, err := papi.QueryRange(ctx, alertsQuery(n.GroupLabels), promv1.Range{Start: n.At.Add(-2 * time.Hour), End: n.At, Step: alertStep})
+	if err != nil {
+		return time.Time{}, err
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return time.Time{}, fmt.Errorf("ALERTS: a %s, not a matrix", v.Type())
+	}
+	var newest time.Time
+	for _, ser := range m {
+		ts := make([]time.Time, 0, len(ser.Values))
+		for _, p := range ser.Values {
+			ts = append(ts, p.Timestamp.Time())
+		}
+		if s := firingSince(ts, n.At, 2*alertStep); s.After(newest) {
+			newest = s
+		}
+	}
+	return newest, nil
+}
+
+// alertsQuery selects the firing ALERTS series of a notification group.
+func alertsQuery(group map[string]string) string {
+	keys := make([]string, 0, len(group))
+	for k := range group {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(`ALERTS{alertstate="firing"`)
+	for _, k := range keys {
+		fmt.Fprintf(&b, ",%s=%s", k, strconv.Quote(group[k]))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// firingSince is the start of the run of samples (ascending, no gap wider
+// than maxGap) that reaches at (its last sample within maxGap of at): when
+// the alert began firing. Zero when the series was not firing at at.
+func firingSince(ts []time.Time, at time.Time, maxGap time.Duration) time.Time {
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].After(at) }) - 1
+	if i < 0 || at.Sub(ts[i]) > maxGap {
+		return time.Time{}
+	}
+	for i > 0 && ts[i].Sub(ts[i-1]) <= maxGap {
+		i--
+	}
+	return ts[i]
 }

@@ -48,3 +48,33 @@ func TestRun(t *testing.T) {
 		t.Error("a directory without samples: no error")
 	}
 }
+
+// firingSince finds when an alert began firing from its ALERTS samples: the
+// start of the unbroken run that reaches the notification.
+func TestFiringSince(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 18, 0, 0, 0, time.UTC)
+	var ts []time.Time
+	for _, m := range []int{0, 1, 2, 10, 11, 12, 13} { // two runs: 18:00-18:01, 18:05-18:06:30 (15 s steps)
+		ts = append(ts, t0.Add(time.Duration(m)*alertStep))
+	}
+	if ts[3] != t0.Add(150*time.Second) {
+		t.Fatalf("alertStep changed: %v", ts[3])
+	}
+	gap := 2 * alertStep
+	for _, c := range []struct {
+		at   time.Time
+		want time.Time
+	}{
+		{t0.Add(200 * time.Second), t0.Add(150 * time.Second)}, // the second run
+		{t0.Add(20 * time.Second), t0},                         // the first
+		{t0.Add(100 * time.Second), time.Time{}},               // between them: not firing
+		{t0.Add(-time.Minute), time.Time{}},                    // before any
+	} {
+		if got := firingSince(ts, c.at, gap); !got.Equal(c.want) {
+			t.Errorf("firingSince(at %s) = %s, want %s", c.at.Format("15:04:05"), got.Format("15:04:05"), c.want.Format("15:04:05"))
+		}
+	}
+	if got, want := alertsQuery(map[string]string{"target": "cas", "alertname": "DbcanaryLatencyAboveBaseline"}), `ALERTS{alertstate="firing",alertname="DbcanaryLatencyAboveBaseline",target="cas"}`; got != want {
+		t.Errorf("alertsQuery = %s, want %s", got, want)
+	}
+}
