@@ -79,10 +79,11 @@ func series(t testing.TB, reg *prometheus.Registry) (perTarget map[string]int, o
 
 // lazyPerTarget is how many series a noop target may add after its start in
 // the default (compact) layout: its op's first failure creates the error
-// latency and service-time histograms and the failure cause's counter, one
-// for the configured cause (refused) and one for a timeout: under -race
-// beside CI's second lane, an op of 200 targets can wait out the 1 s
-// timeout (the fresh-clone CI of 6 Dec 19:19 saw 18 series, 14 + 4).
+// latency and service-time histograms and a counter per failure cause: the
+// configured one (refused) and a second, most likely a timeout (under -race
+// beside CI's second lane an op of 200 targets can wait out the 1 s timeout;
+// the fresh-clone CI of 6 Dec 19:19 saw 18 series, 14 + 4; which cause it
+// was is not recorded).
 const lazyPerTarget = 4
 
 // checkSeries fails unless exactly the configured targets have series, each

@@ -20,7 +20,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,14 +165,9 @@ func since(papi promv1.API, n history.Note) (time.Time, error) {
 
 // alertsQuery selects the firing ALERTS series of a notification group.
 func alertsQuery(group map[string]string) string {
-	keys := make([]string, 0, len(group))
-	for k := range group {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
 	b.WriteString(`ALERTS{alertstate="firing"`)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(group)) {
 		fmt.Fprintf(&b, ",%s=%s", k, strconv.Quote(group[k]))
 	}
 	b.WriteString("}")
