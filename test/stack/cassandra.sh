@@ -168,7 +168,10 @@ start() {
     exports+=(java.base/jdk.internal.ref java.base/sun.nio.ch)
     opens+=(java.base/java.util.concurrent java.base/java.util.concurrent.atomic java.base/java.nio)
   fi
+  # Every collection, with its pause, goes to logs/gc.log (UTC), so that a latency
+  # stretch of a long run can be matched with the node's pauses (docs/evidence/soak-chaos.md).
   local args=("-Xms$HEAP_MIN" "-Xmx$HEAP_MAX" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError
+    "-Xlog:gc:file=$DIR/logs/gc.log:utctime,uptime:filecount=3,filesize=5m"
     -Djdk.attach.allowAttachSelf=true "-javaagent:$jamm"
     -Dcassandra-foreground=yes "-Dcassandra.config=file://$DIR/cassandra.yaml"
     "-Dcassandra.storagedir=$DIR/data" "-Dcassandra.logdir=$DIR/logs" "-Dcassandra.triggers_dir=$DIR/triggers"
