@@ -128,11 +128,56 @@ func (s *suite) dataAltered(ctx context.Context, backend string, tg *target, add
 		return
 	}
 	s.logf("%s: %s", tg.name, what)
+	stop := func() {}
+	if backend == "s3" {
+		stop = s.keepAlteringS3(ctx, tg)
+	}
 	if _, ok := s.waitAlert(f); ok {
 		s.waitPage(f)
 	}
+	stop()
 	f.reverted = time.Now()
 	s.diagnose(ctx, f)
+}
+
+// s3Realter is how often the S3 data fault overwrites the run's objects again.
+const s3Realter = 10 * time.Second
+
+// keepAlteringS3 overwrites the target's canary objects again every s3Realter
+// until the returned stop is called: a store that corrupts what it holds for
+// as long as the fault lasts. One pass is not enough on S3: the probe reads a
+// random object of each size at the rate it overwrites and deletes them, so
+// with one or two objects per size every altered object can be replaced or
+// deleted before a get reads it (the fresh-clone CI of 6 Dec 19:19: 4 objects
+// altered, none read, no page within 1m30s). Cassandra's rows and OpenSearch's
+// documents are read again before the canary replaces them, and RabbitMQ's
+// foreign messages wait in the queue, so they need one pass.
+func (s *suite) keepAlteringS3(ctx context.Context, tg *target) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(s3Realter)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			// All objects of the run may be gone between two passes (deleted
+			// at the rate they are written): the next pass finds new ones.
+			if what, err := alterS3(ctx, s.t, s.d, tg); err != nil && ctx.Err() == nil {
+				s.logf("%s: again: %v", tg.name, err)
+			} else if err == nil {
+				s.logf("%s: again: %s", tg.name, what)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // owner is the fault an alert of these labels, starting at `at`, belongs
