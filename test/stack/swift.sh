@@ -28,6 +28,14 @@ ACCOUNT_PORT=${DBCANARY_SWIFT_ACCOUNT_PORT:-16212}
 MEMCACHED_PORT=${DBCANARY_SWIFT_MEMCACHED_PORT:-16219}
 TLS_DIR=${DBCANARY_SWIFT_TLS_DIR:-}
 TLS_PORT=${DBCANARY_SWIFT_TLS_PORT:-16243}
+# Seconds between two object-updater passes (Swift's default 300). Each pass
+# forks a child that costs about 1 s of CPU even with nothing to replay: every
+# 2 s that was half a core, the largest consumer of the 2-hour soak-chaos
+# stack (6 Dec 2026: 1570 s of CPU in 53 min, more than its 3 Cassandra nodes
+# together). Every 10 s it is a tenth of a core, and the listing catches up at
+# most 10 s after a container server comes back.
+UPDATER_INTERVAL=${DBCANARY_SWIFT_UPDATER_INTERVAL:-10}
+[[ "$UPDATER_INTERVAL" =~ ^[1-9][0-9]*$ ]] || die "swift: DBCANARY_SWIFT_UPDATER_INTERVAL must be a whole number of seconds, not $UPDATER_INTERVAL"
 # How long the proxy trusts its cached "the container exists" (Swift's
 # recheck_container_existence, default 60 s): test/chaos sets it long, so that
 # a stopped container server stops the listing only, as one container replica
@@ -153,9 +161,9 @@ pipeline = object-server
 use = egg:swift#object
 
 [object-updater]
-# Replays failed container updates every 2 s (default 300 s): the listing
-# catches up soon after a container server comes back.
-interval = 2
+# Replays failed container updates every UPDATER_INTERVAL s (default 300 s):
+# the listing catches up soon after a container server comes back.
+interval = $UPDATER_INTERVAL
 concurrency = 1
 node_timeout = 3
 " > "$CONF/object-server.conf"
