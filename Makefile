@@ -132,9 +132,9 @@ soak-pages:
 CHAOS_STACK_DIR ?= $(DBCANARY_STACK_DIR)-chaos
 DURATION ?= 2h
 SEED ?=
-# The chaos cluster's Cassandra nodes get a fixed 1 GiB heap (the cluster tests' 256M-512M left
-# the 2-hour run of 6 Dec 17:15 a LatencyAboveBaseline ticket with no fault on cas:
-# docs/evidence/soak-chaos.md).
+# The chaos cluster's Cassandra nodes get a fixed 1 GiB heap (the cluster tests have 256M-512M):
+# young collections every 10-20 minutes a node. It did not give the shipped 23 ms read warning
+# the margin it lacks on this stack (docs/evidence/soak-chaos.md, 6 Dec 20:34).
 CHAOS_ENV := DBCANARY_STACK_DIR=$(CHAOS_STACK_DIR) DBCANARY_MINIO_PORT=19600 DBCANARY_MINIO_CONSOLE_PORT=19601 DBCANARY_TOXIPROXY_PORT=18674 \
 	DBCANARY_CASSANDRA_CLUSTER_HEAP_MIN=1G DBCANARY_CASSANDRA_CLUSTER_HEAP_MAX=1G
 soak-chaos:
