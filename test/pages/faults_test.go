@@ -167,10 +167,12 @@ func (s *suite) keepAlteringS3(ctx context.Context, tg *target) (stop func()) {
 			}
 			// All objects of the run may be gone between two passes (deleted
 			// at the rate they are written): the next pass finds new ones.
-			if what, err := alterS3(ctx, s.t, s.d, tg); err != nil && ctx.Err() == nil {
-				s.logf("%s: again: %v", tg.name, err)
-			} else if err == nil {
+			what, err := alterS3(ctx, s.t, s.d, tg)
+			switch {
+			case err == nil:
 				s.logf("%s: again: %s", tg.name, what)
+			case ctx.Err() == nil: // an error from the stop itself is not worth a line
+				s.logf("%s: again: %v", tg.name, err)
 			}
 		}
 	}()
