@@ -19,6 +19,7 @@ import (
 
 type generateFlags struct {
 	baseline  string
+	merge     []string
 	rulesOut  string
 	boardsOut string
 	runbook   string
@@ -40,6 +41,7 @@ func newGenerateCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.baseline, "baseline", defaultBaseline, "Baseline data file (documented reference figures).")
+	pf.StringArrayVar(&f.merge, "merge", nil, "A calibrated baseline file (dbcanary calibrate --out) to merge into --baseline: its targets alert on their own figures, with its factors; every other target on --baseline's. Repeatable.")
 	pf.Float64Var(&f.warning, "factor.warning", 0, "Override the baseline file's warning factor (0: keep the file's).")
 	pf.Float64Var(&f.critical, "factor.critical", 0, "Override the baseline file's critical factor (0: keep the file's).")
 	pf.Float64Var(&f.slo, "slo", 0, "Override policy.slo_objective, e.g. 0.999 (0: keep the file's).")
@@ -99,6 +101,17 @@ func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 	if err != nil {
 		return nil, generate.Options{}, exitError{code: exitConfig, err: err}
 	}
+	name := f.baseline
+	for _, p := range f.merge {
+		m, err := baseline.Load(p)
+		if err == nil {
+			err = b.Merge(m)
+		}
+		if err != nil {
+			return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("--merge %s: %w", p, err)}
+		}
+		name += " --merge " + p
+	}
 	if f.warning > 0 {
 		b.Factors.Warning = f.warning
 	}
@@ -124,7 +137,7 @@ func (f *generateFlags) load() (*baseline.File, generate.Options, error) {
 	if err := b.Validate(); err != nil {
 		return nil, generate.Options{}, exitError{code: exitConfig, err: fmt.Errorf("%s with overrides: %w", f.baseline, err)}
 	}
-	return b, generate.Options{BaselineName: f.baseline, RunbookURL: f.runbook}, nil
+	return b, generate.Options{BaselineName: name, RunbookURL: f.runbook}, nil
 }
 
 // writeFiles writes path → content under dir, creating directories.

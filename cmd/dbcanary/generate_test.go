@@ -79,3 +79,44 @@ func TestGenerateDefaultOutputs(t *testing.T) {
 		t.Errorf("missing subcommands: %v", want)
 	}
 }
+
+// TestGenerateMerge: --merge adds a calibrated file's per-target figures to
+// the reference: its target alerts at its own p99 × its own factors (3 ms ×
+// 2 = 8 ms on the bucket ladder's next bound, × 5 = 23 ms with the tolerance),
+// the other RabbitMQ targets keep the reference's threshold; a file that does
+// not merge is named in the error.
+func TestGenerateMerge(t *testing.T) {
+	dir := t.TempDir()
+	cal := filepath.Join(dir, "calibrated.yaml")
+	if err := os.WriteFile(cal, []byte(`factors: {warning: 2.0, critical: 5.0}
+snap_tolerance: 0.05
+sources:
+  - {id: calibrate, document: dbcanary calibrate, conditions: test}
+figures:
+  - {id: cal_mq_a_publish_p99, backend: rabbitmq, ops: [publish], kind: latency, stat: p99, value: 3, unit: ms, quoted: "3 ms", source: calibrate, conditions: c, use: alert, targets: [mq-a], samples: 600}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join("..", "..", "baselines", "james-reference.yaml")
+	var stdout, stderr bytes.Buffer
+	cmd := newGenerateCmd(&stdout, &stderr)
+	cmd.SetArgs([]string{"rules", "--baseline", base, "--merge", cal, "--out", dir})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("generate rules --merge: %v\n%s", err, stderr.String())
+	}
+	rules, err := os.ReadFile(filepath.Join(dir, "dbcanary-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`--merge ` + cal, `target="mq-a"`, `target!~"mq-a"`} {
+		if !strings.Contains(string(rules), want) {
+			t.Errorf("merged rules lack %q", want)
+		}
+	}
+	cmd = newGenerateCmd(&stdout, &stderr)
+	cmd.SetArgs([]string{"rules", "--baseline", base, "--merge", cal, "--merge", cal, "--out", t.TempDir()})
+	err = cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--merge "+cal+": merging: source \"calibrate\" is in both files") {
+		t.Errorf("merging a file twice: %v", err)
+	}
+}
