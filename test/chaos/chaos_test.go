@@ -87,13 +87,17 @@ func TestSoakChaos(t *testing.T) {
 	tp := startTopology(t)
 	d := newDaemon(t, dir, mountStateDir(t, dir), tp)
 	d.start()
-	b, rules := shippedRules(t)
-	al := pager.StartAlerting(t, pager.AlertingOptions{Dir: dir, Targets: []string{d.addr}, Job: b.Policy.Job, Rules: rules, Scrape: scrapeEvery, Logf: logf})
-	th, err := generate.Thresholds(b)
+	waitAllUp(t, d.addr, 5*time.Minute)
+	thr := runThresholds(t, d)
+	logf("thresholds: %s", thr.what)
+	if err := os.WriteFile(filepath.Join(dir, "dbcanary-rules.yml"), thr.rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	al := pager.StartAlerting(t, pager.AlertingOptions{Dir: dir, Targets: []string{d.addr}, Job: thr.b.Policy.Job, Rules: thr.rules, Scrape: scrapeEvery, Logf: logf})
+	th, err := generate.Thresholds(thr.b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitAllUp(t, d.addr, 5*time.Minute)
 	logf("every target up; waiting for the steady state (no alert pending or firing for %s, every notified group resolved)", settleQuiet)
 	took := settle(t, al)
 	ctx := context.Background()
@@ -106,11 +110,11 @@ func TestSoakChaos(t *testing.T) {
 	end := time.Now()
 	stopSampling()
 	d.stop()
-	finish(t, dir, w, al, tp, t0, end, run, seed)
+	finish(t, dir, w, al, tp, t0, end, run, seed, thr.what)
 }
 
 // finish records what the run left, judges the history and writes the table.
-func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp *topology, t0, end time.Time, run time.Duration, seed uint64) {
+func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp *topology, t0, end time.Time, run time.Duration, seed uint64, thresholds string) {
 	if err := writeNotes(context.Background(), w, al, end); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +128,8 @@ func finish(t *testing.T, dir string, w *history.Writer, al *pager.Alerting, tp 
 		t.Fatal(err)
 	}
 	r := history.Check(h, checkOptions(run))
-	head := fmt.Sprintf("make soak-chaos SEED=%d DURATION=%s: %s to %s UTC, load average at the end %.2f\n\n",
-		seed, run, t0.UTC().Format("2006-01-02 15:04"), end.UTC().Format("15:04"), stack.LoadAverage())
+	head := fmt.Sprintf("make soak-chaos SEED=%d DURATION=%s: %s to %s UTC, load average at the end %.2f\n\nThresholds: %s.\n\n",
+		seed, run, t0.UTC().Format("2006-01-02 15:04"), end.UTC().Format("15:04"), stack.LoadAverage(), thresholds)
 	table := head + r.Table(t0)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
 		t.Error(err)

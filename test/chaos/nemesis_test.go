@@ -261,7 +261,7 @@ func osPut(path, body string) func(context.Context, *nemesis, history.Planned) (
 
 // s3Latency adds 4 x the S3 primary op's p99 figure to every reply.
 func s3Latency(_ context.Context, n *nemesis, _ history.Planned) (string, error) {
-	lat, what, err := n.latencyX4("s3")
+	lat, what, err := n.latencyX4(targetS3, "s3")
 	if err != nil {
 		return "", err
 	}
