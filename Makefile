@@ -59,6 +59,9 @@ LANE2_NICE ?= 10
 LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra
 INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
+# What loaded the machine, every 15 s (test/tools/loadwatch.sh): a page-quality row that fails on
+# a store slow for minutes is read beside it.
+LOAD_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/load.log
 
 
 .PHONY: chart-rules chart-boards chart-docs lint-rules-boards board-picture
@@ -202,7 +205,8 @@ vulncheck:
 ## integration: tests against real Cassandra, OpenSearch, RabbitMQ, MinIO (started on 127.0.0.1 as needed), in the packages that have them
 ## (the page-quality suite's table is written to $(PAGES_TABLE), the measured figures to $(FIGURES); both printed at the end)
 integration: pages-stack
-	@set -o pipefail; trap '$(MAKE) --no-print-directory stack-down' EXIT; mkdir -p $(dir $(FIGURES)); rm -f $(PAGES_TABLE) $(FIGURES) $(PAGES_LOG) $(PAGES_LOG).rc $(LANE2_LOG) $(LANE2_LOG).rc; \
+	@set -o pipefail; trap 'bash $(TOOLS)/loadwatch.sh stop $(LOAD_LOG) >/dev/null 2>&1; $(MAKE) --no-print-directory stack-down' EXIT; mkdir -p $(dir $(FIGURES)); \
+	bash $(TOOLS)/loadwatch.sh start $(LOAD_LOG) 15; rm -f $(PAGES_TABLE) $(FIGURES) $(PAGES_LOG) $(PAGES_LOG).rc $(LANE2_LOG) $(LANE2_LOG).rc; \
 	run() { DBCANARY_STACK_KEEP=1 DBCANARY_FIGURES_OUT=$(FIGURES) $${NICE:-} $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) "$$@"; }; \
 	echo "== test/pages runs in the background on its own stack ($(PAGES_STACK_DIR)), its output at the end"; \
 	( $(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/pages/ > $(PAGES_LOG) 2>&1; echo $$? > $(PAGES_LOG).rc ) & \
@@ -219,6 +223,7 @@ integration: pages-stack
 	wait; echo "== test/pages ($(PAGES_LOG))"; cat $(PAGES_LOG); prc=$$(cat $(PAGES_LOG).rc 2>/dev/null || echo 1); \
 	if [ -f $(FIGURES) ]; then echo "== figures measured by the integration tests ($(FIGURES))"; cat $(FIGURES); fi; \
 	if [ -f $(PAGES_TABLE) ]; then echo "== page-quality table ($(PAGES_TABLE))"; cat $(PAGES_TABLE); fi; \
+	echo "== load during the integration tests, every 15 s ($(LOAD_LOG), test/tools/loadwatch.sh)"; bash $(TOOLS)/loadwatch.sh stop $(LOAD_LOG); \
 	echo "== integration time per package (s; test/pages and the second lane ran beside the first)"; \
 	cat $(INTEGRATION_LOG) $(LANE2_LOG) $(PAGES_LOG) | awk '$$1 ~ /^(ok|FAIL)$$/ && $$NF ~ /s$$/ { t=$$NF; sub(/s$$/, "", t); printf "%8.1f  %-4s %s\n", t, $$1, $$2 }' | sort -rn; \
 	[ $$rc -eq 0 ] && [ "$$rc2" -eq 0 ] && [ $$rc3 -eq 0 ] && [ "$$prc" -eq 0 ]
