@@ -142,16 +142,18 @@ CHAOS_ENV := DBCANARY_STACK_DIR=$(CHAOS_STACK_DIR) DBCANARY_MINIO_PORT=19600 DBC
 	DBCANARY_CASSANDRA_CLUSTER_HEAP_MIN=1G DBCANARY_CASSANDRA_CLUSTER_HEAP_MAX=1G
 # Thresholds: CHAOS_BASELINE= (empty) runs the shipped rules as they are; a calibrated file is merged
 # into the reference (dbcanary generate rules --merge): its targets alert on their own figures.
-# CALIBRATE=20m measures them in the run instead (targets CALIBRATE_TARGETS, default cas).
+# CALIBRATE=20m measures them in the run instead (targets CALIBRATE_TARGETS, default cas), after
+# CALIBRATE_WARMUP (15m) of the daemon on the started stack.
 CHAOS_BASELINE ?=
 CALIBRATE ?=
 CALIBRATE_TARGETS ?=
+CALIBRATE_WARMUP ?=
 soak-chaos:
 	@mkdir -p $(CHAOS_STACK_DIR) $(DBCANARY_STACK_DIR)/bin
 	@if [ -d $(CHAOS_STACK_DIR)/bin ] && [ ! -L $(CHAOS_STACK_DIR)/bin ]; then rm -rf $(CHAOS_STACK_DIR)/bin; fi
 	@ln -sfn $(abspath $(DBCANARY_STACK_DIR))/bin $(CHAOS_STACK_DIR)/bin
 	$(CHAOS_ENV) CHAOS_DURATION=$(DURATION) CHAOS_SEED=$(SEED) CHAOS_BASELINE=$(if $(CHAOS_BASELINE),$(abspath $(CHAOS_BASELINE))) \
-		CHAOS_CALIBRATE=$(CALIBRATE) CHAOS_CALIBRATE_TARGETS=$(CALIBRATE_TARGETS) $(GO) test -tags soakchaos -run '^TestSoakChaos$$' -count=1 -v -timeout 0 ./test/chaos/
+		CHAOS_CALIBRATE=$(CALIBRATE) CHAOS_CALIBRATE_TARGETS=$(CALIBRATE_TARGETS) CHAOS_CALIBRATE_WARMUP=$(CALIBRATE_WARMUP) $(GO) test -tags soakchaos -run '^TestSoakChaos$$' -count=1 -v -timeout 0 ./test/chaos/
 
 ## test-pages: the page-quality fault matrix alone (test/pages, ~14 min; also part of make test): every fault on every backend through the shipped rules, a real Prometheus and Alertmanager.
 test-pages: pages-stack
