@@ -57,7 +57,7 @@ func runThresholds(t *testing.T, d *daemon) thresholds {
 		}
 		// A measurement window, not a wait for a condition: calibrated from the
 		// stack's start, the figures are its JVMs' first minutes (6 Dec 23:48:
-		// cas read p99 128 ms, against 23 ms warm).
+		// cas read p99 128 ms, against 10.9 ms warm).
 		logf("the daemon warms the stack for %s before calibrating (CHAOS_CALIBRATE_WARMUP)", warm)
 		time.Sleep(warm)
 		file = calibrate(t, d, dur, calibrateTargets())
@@ -97,9 +97,9 @@ func phaseOf(f baseline.Figure) string {
 	return "/" + f.Phase
 }
 
-// calibrateTargets are CHAOS_CALIBRATE_TARGETS's names (default cas: on this
-// stack only Cassandra's read p99 sits at the shipped 23 ms warning with no
-// fault; docs/evidence/soak-chaos.md).
+// calibrateTargets are CHAOS_CALIBRATE_TARGETS's names (default cas: the one
+// store whose shipped warning ticketed with no fault, on 6 Dec's machine;
+// docs/evidence/soak-chaos.md).
 func calibrateTargets() []string {
 	v := os.Getenv("CHAOS_CALIBRATE_TARGETS")
 	if v == "" {
