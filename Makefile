@@ -56,12 +56,6 @@ FIGURES ?= $(DBCANARY_STACK_DIR)/artefacts/figures.md
 INTEGRATION_LANE2_CANDIDATES := ./cmd/dbcanary ./test/deploy ./internal/generate ./test/leak ./test/secrets ./test/statuspage ./test/tls ./test/upgrade
 INTEGRATION_LANE2 ?= $(INTEGRATION_LANE2_CANDIDATES)
 LANE2_NICE ?= 10
-# test/pages judges how fast a store comes back and how slow it answers, on servers of its own that
-# run beside both lanes: as root it runs (and starts them) at nice -5, ahead of the first lane and
-# its shared servers. On 7 Dec its cas-ref restart took 1m7s (the row fails past 1 minute) while
-# loadwatch saw both cores busy with the shared Cassandra (0.6-0.9 core), promtool (up to 1.5) and
-# compiles. Not root: unchanged.
-PAGES_NICE ?= $(shell [ "$$(id -u)" = 0 ] && echo nice -n -5)
 LANE2_SERVERS := toxiproxy rabbitmq minio opensearch cassandra
 INTEGRATION_LAST ?= ./test/faults
 LANE2_LOG ?= $(DBCANARY_STACK_DIR)/artefacts/integration-lane2.log
@@ -216,8 +210,8 @@ integration: pages-stack
 	@set -o pipefail; trap 'bash $(TOOLS)/loadwatch.sh stop $(LOAD_LOG) >/dev/null 2>&1; $(MAKE) --no-print-directory stack-down' EXIT; mkdir -p $(dir $(FIGURES)); \
 	bash $(TOOLS)/loadwatch.sh start $(LOAD_LOG) 15; rm -f $(PAGES_TABLE) $(FIGURES) $(PAGES_LOG) $(PAGES_LOG).rc $(LANE2_LOG) $(LANE2_LOG).rc; \
 	run() { DBCANARY_STACK_KEEP=1 DBCANARY_FIGURES_OUT=$(FIGURES) $${NICE:-} $(GO) test -tags integration -p 1 -count=1 -timeout $(INTEGRATION_TIMEOUT) "$$@"; }; \
-	echo "== test/pages runs in the background on its own stack ($(PAGES_STACK_DIR)), $(or $(PAGES_NICE),at normal priority), its output at the end"; \
-	( $(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(PAGES_NICE) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/pages/ > $(PAGES_LOG) 2>&1; echo $$? > $(PAGES_LOG).rc ) & \
+	echo "== test/pages runs in the background on its own stack ($(PAGES_STACK_DIR)), its output at the end"; \
+	( $(PAGES_ENV) PAGES_TABLE_OUT=$(PAGES_TABLE) DBCANARY_FIGURES_OUT=$(FIGURES) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/pages/ > $(PAGES_LOG) 2>&1; echo $$? > $(PAGES_LOG).rc ) & \
 	if [ -n "$(strip $(filter $(INTEGRATION_LANE2),$(INTEGRATION_PKGS)))" ]; then \
 	  echo "== the shared servers, started at normal priority before the lanes: $(LANE2_SERVERS)"; \
 	  for s in $(LANE2_SERVERS); do bash $(STACK)/$$s.sh start || exit 1; done; \
