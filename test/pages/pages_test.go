@@ -287,17 +287,20 @@ func waitUp(ctx context.Context, promURL string, names []string, timeout time.Du
 // one sample above a critical latency bound to count as steady again.
 const steadyWindow = 90 * time.Second
 
-// slowExpr counts the target's samples above each critical latency bound of
-// its backend over the window: empty when none is slow.
+// slowExpr counts the target's successful samples above each critical
+// latency bound of its backend over the window: empty when none is slow.
 func (s *suite) slowExpr(tg *target, window time.Duration) string {
 	var parts []string
 	for _, th := range s.th {
 		if th.Backend != tg.backend || th.Severity != "critical" || (th.Target != "" && th.Target != tg.name) || slices.Contains(th.ExcludeTargets, tg.name) {
 			continue
 		}
-		hist, sel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`target=%q,op=%q`, tg.name, th.Op)
+		// result="ok": the ops that failed while the server was down (a
+		// timeout is a slow sample) say nothing of the store now. The phase
+		// histograms have no result label.
+		hist, sel := "dbcanary_op_latency_seconds_bucket", fmt.Sprintf(`target=%q,op=%q,result="ok"`, tg.name, th.Op)
 		if th.Phase != "" {
-			hist, sel = "dbcanary_op_phase_seconds_bucket", sel+fmt.Sprintf(`,phase=%q`, th.Phase)
+			hist, sel = "dbcanary_op_phase_seconds_bucket", fmt.Sprintf(`target=%q,op=%q,phase=%q`, tg.name, th.Op, th.Phase)
 		}
 		le := strconv.FormatFloat(th.Bound, 'g', -1, 64)
 		leSel := fmt.Sprintf(`le=%q`, le)
