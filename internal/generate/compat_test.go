@@ -132,8 +132,8 @@ func TestRulesOnPrometheus3(t *testing.T) {
 		t.Error(`no le=~"N(\\.0)?" selector: the test no longer sees the whole-number bounds`)
 	}
 	for v, want := range map[float64]string{12: `le=~"12(\\.0)?"`, 1: `le=~"1(\\.0)?"`, 0.023: `le="0.023"`, 6.7: `le="6.7"`, 0.0005: `le="0.0005"`} {
-		if got := leMatch(v); got != want {
-			t.Errorf("leMatch(%g) = %s, want %s", v, got, want)
+		if got := LeMatch(v); got != want {
+			t.Errorf("LeMatch(%g) = %s, want %s", v, got, want)
 		}
 	}
 	for v, want := range map[float64]string{12: "12.0", 1: "1.0", 0.023: "0.023", 60: "60.0"} {

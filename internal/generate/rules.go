@@ -410,12 +410,12 @@ func keepLabels(expr string, extra []string) string {
 	return byTarget.ReplaceAllString(expr, "$1 ($2, "+strings.Join(extra, ", ")+")")
 }
 
-// leMatch selects one classic bucket whatever spelling of its bound the
+// LeMatch selects one classic bucket whatever spelling of its bound the
 // server stored: client_golang's text format writes Go's shortest form
 // ("12"), while OpenMetrics scrapes and Prometheus 3 (which normalises le on
 // ingestion) store the float form ("12.0"). Fractional bounds read the same
 // in both.
-func leMatch(v float64) string {
+func LeMatch(v float64) string {
 	if math.IsInf(v, 1) {
 		return `le="+Inf"`
 	}
@@ -451,7 +451,7 @@ func latencyRule(t Threshold, minSlow int, opt Options) Rule {
 	}
 	slowIn := func(w string) string {
 		return fmt.Sprintf(`sum by (target, backend, op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (target, backend, op) (increase(%[1]s{%[2]s,%[3]s}[%[4]s]))`,
-			hist, hsel, leMatch(t.Bound), w)
+			hist, hsel, LeMatch(t.Bound), w)
 	}
 	forDur := 10 * time.Minute
 	if t.Severity == "critical" {

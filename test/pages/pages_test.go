@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -291,6 +290,7 @@ const steadyWindow = 90 * time.Second
 // latency bound of its backend over the window: empty when none is slow.
 func (s *suite) slowExpr(tg *target, window time.Duration) string {
 	var parts []string
+	w := promDuration(window)
 	for _, th := range s.th {
 		if th.Backend != tg.backend || th.Severity != "critical" || (th.Target != "" && th.Target != tg.name) || slices.Contains(th.ExcludeTargets, tg.name) {
 			continue
@@ -302,13 +302,7 @@ func (s *suite) slowExpr(tg *target, window time.Duration) string {
 		if th.Phase != "" {
 			hist, sel = "dbcanary_op_phase_seconds_bucket", fmt.Sprintf(`target=%q,op=%q,phase=%q`, tg.name, th.Op, th.Phase)
 		}
-		le := strconv.FormatFloat(th.Bound, 'g', -1, 64)
-		leSel := fmt.Sprintf(`le=%q`, le)
-		if !strings.ContainsAny(le, ".e") { // "12" or "12.0", as the server stored it
-			leSel = fmt.Sprintf(`le=~"%s(\\.0)?"`, le)
-		}
-		w := promDuration(window)
-		parts = append(parts, fmt.Sprintf(`(sum by (op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (op) (increase(%[1]s{%[2]s,%[3]s}[%[4]s]))) > 0`, hist, sel, leSel, w))
+		parts = append(parts, fmt.Sprintf(`(sum by (op) (increase(%[1]s{%[2]s,le="+Inf"}[%[4]s])) - sum by (op) (increase(%[1]s{%[2]s,%[3]s}[%[4]s]))) > 0`, hist, sel, generate.LeMatch(th.Bound), w))
 	}
 	return strings.Join(parts, " or ")
 }
