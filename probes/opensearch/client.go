@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	osgo "github.com/opensearch-project/opensearch-go/v4"
@@ -19,6 +21,17 @@ import (
 
 	"github.com/dbcanary/dbcanary/probes"
 )
+
+// nodeStatsEnv turns off the client's load shedding: by default
+// opensearch-go v4.8 polls every node's /_nodes/_local/stats every 5-30 s
+// and stops sending to a node whose heap or thread pools look busy. A canary
+// sends only the requests it measures, and keeps sending to the busy node:
+// that node's latency is what it is there to see. The poller can only be
+// turned off through this variable (opensearch.Config does not carry the
+// transport's NodeStatsInterval); a value the operator set is kept.
+const nodeStatsEnv = "OPENSEARCH_GO_NODE_STATS_INTERVAL"
+
+var noLoadShedding sync.Once
 
 // newClient builds the opensearch-go client: its transport gives retries on
 // another node, dead-node resurrection and request timeouts. It does no I/O.
@@ -46,6 +59,11 @@ func newClient(cfg *Config, auth func(*http.Request), certs probes.CertObserver)
 		}
 		tr.TLSClientConfig = tc
 	}
+	noLoadShedding.Do(func() {
+		if _, set := os.LookupEnv(nodeStatsEnv); !set {
+			_ = os.Setenv(nodeStatsEnv, "-1s")
+		}
+	})
 	off := false
 	client, err := opensearchapi.NewClient(opensearchapi.Config{Client: osgo.Config{
 		Addresses:                  cfg.Addresses,

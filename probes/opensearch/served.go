@@ -1,6 +1,8 @@
 package opensearch
 
 import (
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/dbcanary/dbcanary/probes"
@@ -25,8 +27,41 @@ func (t servedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL != nil {
 		probes.NodeTrailFrom(req.Context()).Add(req.URL.Host)
 	}
-	return t.rt.RoundTrip(req)
+	resp, err := t.rt.RoundTrip(req)
+	if resp != nil && resp.Body != nil && resp.Body != http.NoBody {
+		resp.Body = &boundedBody{rc: resp.Body, left: maxResponseBytes + 1}
+	}
+	return resp, err
 }
+
+// errResponseTooLarge ends a response body past maxResponseBytes.
+var errResponseTooLarge = errors.New("response body larger than 16 MiB")
+
+// boundedBody fails a body after maxResponseBytes+1 bytes. The client reads
+// some responses itself, whole and with no bound: the health check that
+// resurrects a dead node, the cluster health refresh of a multi-node
+// target. A broken or hostile server streaming without end made it buffer
+// the lot (test/hostile: +100-200 MiB of heap, kept after Close). Bounding
+// the body here covers every request the client sends; Probe.do reads up to
+// maxResponseBytes+1 and names the target when a response is too large.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // CloseIdleConnections passes the client's Close on to the wrapped
 // transport: the client closes its idle connections only through a

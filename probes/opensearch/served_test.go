@@ -3,9 +3,12 @@ package opensearch
 import (
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dbcanary/dbcanary/probes"
 )
@@ -109,5 +112,37 @@ func TestServedTransportClosesIdleConnections(t *testing.T) {
 	var rt http.RoundTripper = servedTransport{&http.Transport{}}
 	if _, ok := rt.(interface{ CloseIdleConnections() }); !ok {
 		t.Fatal("servedTransport hides CloseIdleConnections: the client's Close would leave idle connections open")
+	}
+}
+
+// The client sends the canary's requests and nothing else while the nodes
+// are healthy: no load-shedding poll of /_nodes/_local/stats (on by default
+// in opensearch-go v4.8, every 5 s at first), which would also stop sending
+// to the busy node the canary is there to measure.
+func TestClientSendsNoBackgroundRequests(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	paths := map[string]int{}
+	node := func() string {
+		return fakeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			paths[r.Method+" "+r.URL.Path]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{}`))
+		}))
+	}
+	a, b := node(), node()
+	p := testProbe(t, a, func(c *Config) { c.Addresses = []string{a, b} })
+	_ = p
+	// The poller's first tick is 5 s after the client is made.
+	time.Sleep(7 * time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for path, n := range paths {
+		t.Errorf("%d background request(s) %s", n, path)
+	}
+	if os.Getenv(nodeStatsEnv) != "-1s" {
+		t.Errorf("%s=%q", nodeStatsEnv, os.Getenv(nodeStatsEnv))
 	}
 }
