@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +16,8 @@ import (
 
 // TestConcurrencyFigures: Little's law is the rate of ops that ran times
 // their mean time in flight (request sent to end); backlog failures never
-// ran and event-driven ops have no worker; the sampled figures are the
-// gauge's mean and max.
+// ran and event-driven ops have no worker; the counted figures are the
+// window's.
 func TestConcurrencyFigures(t *testing.T) {
 	start := mergeStart
 	var smps []engine.Sample
@@ -35,13 +35,10 @@ func TestConcurrencyFigures(t *testing.T) {
 		rec.record(s)
 	}
 	rec.result = engine.StageResult{Start: start, End: start.Add(2 * time.Second)}
-	s := &sampler{ops: map[string]*inFlightGauge{}}
-	for _, n := range []int64{0, 3, 1, 2} {
-		s.sample(fakeInFlight{"read": n})
-	}
-	sr := rec.report(s)
+	c := counted{mean: 1.5, max: 3}
+	sr := rec.report(c, map[string]counted{"read": c})
 	read := sr.Op("read").Concurrency
-	want := Concurrency{Limit: 4, Rate: 4, MeanTime: 250, Little: 1, BusySeconds: 2, SampledMean: 1.5, SampledMax: 3, Samples: 4, SampleMS: 10}
+	want := Concurrency{Limit: 4, Rate: 4, MeanTime: 250, Little: 1, BusySeconds: 2, CountedMean: 1.5, CountedMax: 3}
 	if *read != want {
 		t.Errorf("read: %+v\nwant %+v", *read, want)
 	}
@@ -56,30 +53,26 @@ func TestConcurrencyFigures(t *testing.T) {
 	}
 }
 
-type fakeInFlight map[string]int64
-
-func (f fakeInFlight) InFlight(fn func(string, int64)) {
-	for op, n := range f {
-		fn(op, n)
-	}
+// fakeFlights is a target whose in-flight areas and peaks the test sets.
+type fakeFlights struct {
+	all engine.Flight
+	ops map[string]engine.Flight
 }
 
-// countingInFlight counts the sampler's calls.
-type countingInFlight struct{ calls atomic.Int64 }
+func (f *fakeFlights) InFlight(time.Time) (engine.Flight, map[string]engine.Flight) {
+	return f.all, maps.Clone(f.ops)
+}
 
-func (c *countingInFlight) InFlight(fn func(string, int64)) { c.calls.Add(1); fn("op", 2) }
-
-// The sampler samples on its own until stopped, then hands its gauges over.
-func TestSamplerRuns(t *testing.T) {
-	src := &countingInFlight{}
-	stop := startSampler(src, time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for src.calls.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	s := stop()
-	if s.total.n < 3 || s.ops["op"].max != 2 || s.total.sum != 2*s.total.n {
-		t.Errorf("after %d calls: total %+v, op %+v", src.calls.Load(), s.total, s.ops["op"])
+// A window's mean is the area it saw over its length; its max the peak read
+// at its end (the engine starts a peak over at each read).
+func TestFlightWindow(t *testing.T) {
+	src := &fakeFlights{all: engine.Flight{Area: 5 * time.Second, Peak: 9}, ops: map[string]engine.Flight{"a": {Area: 2 * time.Second, Peak: 9}}}
+	w := openFlightWindow(src, mergeStart)
+	src.all = engine.Flight{Area: 5*time.Second + 8*time.Second, Peak: 4}
+	src.ops = map[string]engine.Flight{"a": {Area: 2*time.Second + 2*time.Second, Peak: 1}, "b": {Area: 6 * time.Second, Peak: 3}}
+	all, ops := w.close(mergeStart.Add(4 * time.Second))
+	if all != (counted{mean: 2, max: 4}) || ops["a"] != (counted{mean: 0.5, max: 1}) || ops["b"] != (counted{mean: 1.5, max: 3}) {
+		t.Errorf("all %+v, ops %+v", all, ops)
 	}
 }
 
@@ -99,8 +92,8 @@ func TestRunConcurrency(t *testing.T) {
 	}
 	for _, s := range measured(r) {
 		c := s.Concurrency
-		if c == nil || c.Limit != s.Workers || c.Little <= 0 || c.Little > float64(s.Workers) || c.SampledMax > int64(s.Workers) ||
-			c.Samples == 0 || c.SampledMean > float64(s.Workers) || c.MeanTime < 5 {
+		if c == nil || c.Limit != s.Workers || c.Little <= 0 || c.Little > float64(s.Workers) || c.CountedMax > int64(s.Workers) ||
+			c.CountedMax < 1 || c.CountedMean <= 0 || c.CountedMean > float64(s.Workers) || c.MeanTime < 5 {
 			t.Errorf("stage %s (%d workers): %+v", s.Name, s.Workers, c)
 		}
 		if s.Started.IsZero() || !s.Ended.After(s.Started) || s.OverallHist.Count != s.Overall.Count {

@@ -41,14 +41,14 @@ func samples(rng *rand.Rand, n int, start time.Time) []engine.Sample {
 }
 
 // record runs samples through a stage's recorder as the engine would and
-// returns the stage's report, with in-flight samples of gauge.
-func record(start time.Time, smps []engine.Sample, gauge inFlightGauge) StageReport {
+// returns the stage's report, with the counted in-flight figures c.
+func record(start time.Time, smps []engine.Sample, c counted) StageReport {
 	rec := newStageRecord(floorSpec, start)
 	for _, s := range smps {
 		rec.record(s)
 	}
 	rec.result = engine.StageResult{Issued: int64(len(smps)), Start: start, End: start.Add(10 * time.Second)}
-	return rec.report(&sampler{ops: map[string]*inFlightGauge{"noop": &gauge}, total: gauge})
+	return rec.report(c, map[string]counted{"noop": c})
 }
 
 // driver is the JSON report driver i of n wrote, read back.
@@ -79,10 +79,10 @@ func TestMergeIsUnion(t *testing.T) {
 	for i := range 3 {
 		smps := samples(rng, 5000+1000*i, mergeStart)
 		all = append(all, smps...)
-		reports = append(reports, driver(t, i, 3, record(mergeStart, smps, inFlightGauge{sum: int64(100 * (i + 1)), max: int64(i + 1), n: 100})))
+		reports = append(reports, driver(t, i, 3, record(mergeStart, smps, counted{mean: float64(i + 1), max: int64(i + 1)})))
 		names = append(names, "d"+string(rune('0'+i)))
 	}
-	union := record(mergeStart, all, inFlightGauge{})
+	union := record(mergeStart, all, counted{})
 	m, err := Merge(reports, names, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +105,8 @@ func TestMergeIsUnion(t *testing.T) {
 		t.Errorf("throughput: merged %g (stage %g), union %g (stage %g)", o.Throughput, st.Throughput, u.Throughput, union.Throughput)
 	}
 	c, uc := st.Concurrency, union.Concurrency
-	if c.Limit != 6 || math.Abs(c.Little-uc.Little) > 1e-9 || math.Abs(c.Rate-uc.Rate) > 1e-9 || c.SampledMean != 6 || c.SampledMax != 6 || !c.MaxIsSum {
-		t.Errorf("concurrency: merged %+v, union %+v (want limit 6, sampled mean 1+2+3, max ≤ 6)", c, uc)
+	if c.Limit != 6 || math.Abs(c.Little-uc.Little) > 1e-9 || math.Abs(c.Rate-uc.Rate) > 1e-9 || c.CountedMean != 6 || c.CountedMax != 6 || !c.MaxIsSum {
+		t.Errorf("concurrency: merged %+v, union %+v (want limit 6, counted mean 1+2+3, max ≤ 6)", c, uc)
 	}
 	if len(m.Drivers) != 3 || m.Drivers[2].Stages[0].Count != uint64(7000) || st.Seconds != 10 {
 		t.Errorf("drivers %+v, seconds %g", m.Drivers, st.Seconds)
@@ -136,7 +136,7 @@ func TestMergeRefuses(t *testing.T) {
 	fresh := func() []*Report {
 		var out []*Report
 		for i := range 2 {
-			out = append(out, driver(t, i, 2, record(mergeStart, samples(rng, 200, mergeStart), inFlightGauge{})))
+			out = append(out, driver(t, i, 2, record(mergeStart, samples(rng, 200, mergeStart), counted{})))
 		}
 		return out
 	}

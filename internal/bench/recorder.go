@@ -125,12 +125,9 @@ func (s *stageRecord) snapshot() (n, failed uint64, p50, p99 time.Duration) {
 	return s.n.Load(), s.failed.Load(), p50, p99
 }
 
-// report turns the stage into its report section; sampled holds its
-// in-flight samples (nil: none were taken).
-func (s *stageRecord) report(sampled *sampler) StageReport {
-	if sampled == nil {
-		sampled = &sampler{ops: map[string]*inFlightGauge{}}
-	}
+// report turns the stage into its report section; all and ops are its
+// counted in-flight figures, the stage's and each op's.
+func (s *stageRecord) report(all counted, ops map[string]counted) StageReport {
 	secs := s.result.End.Sub(s.result.Start).Seconds()
 	sr := StageReport{Name: s.spec.Name, Group: s.spec.Group, Setup: s.spec.Setup, Workers: s.spec.Workers, Rate: s.spec.Rate,
 		Mode: s.spec.mode(), Seconds: secs, Issued: s.result.Issued, Step: s.step.Seconds(), Started: s.result.Start, Ended: s.result.End}
@@ -145,11 +142,7 @@ func (s *stageRecord) report(sampled *sampler) StageReport {
 		o.mu.Lock()
 		r := o.report(name, secs, s.step.Seconds())
 		if !o.async {
-			g := sampled.ops[name]
-			if g == nil {
-				g = &inFlightGauge{}
-			}
-			r.Concurrency = concurrencyOf(s.spec.Workers, o.ran, o.busy, secs, *g)
+			r.Concurrency = concurrencyOf(s.spec.Workers, o.ran, o.busy, secs, ops[name])
 			ran, busy = ran+o.ran, busy+o.busy
 		}
 		o.mu.Unlock()
@@ -158,7 +151,7 @@ func (s *stageRecord) report(sampled *sampler) StageReport {
 			sr.Throughput += float64(r.OK) / secs
 		}
 	}
-	sr.Concurrency = concurrencyOf(s.spec.Workers, ran, busy, secs, sampled.total)
+	sr.Concurrency = concurrencyOf(s.spec.Workers, ran, busy, secs, all)
 	return sr
 }
 

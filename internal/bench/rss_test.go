@@ -39,7 +39,7 @@ func TestMergeKeepsReproducesAndLargestRSS(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var reports []*Report
 	for i := range 2 {
-		r := driver(t, i, 2, record(mergeStart, samples(rng, 100, mergeStart), inFlightGauge{}))
+		r := driver(t, i, 2, record(mergeStart, samples(rng, 100, mergeStart), counted{}))
 		r.Reproduces, r.PeakRSSBytes = "ref", int64(10+i)<<20
 		reports = append(reports, r)
 	}

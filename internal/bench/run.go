@@ -172,15 +172,15 @@ func runStage(ctx context.Context, load *engine.Load, st stageSpec, label string
 	rec := newStageRecord(st, time.Now())
 	load.SetSink(rec.record)
 	stop := ticker(func(force bool) { show(progressLine(label, st, rec, time.Since(rec.start)), force) })
-	stopSampler := startSampler(load, sampleEvery)
+	flights := openFlightWindow(load, time.Now())
 	var err error
 	rec.result, err = load.Run(ctx, st.Stage)
-	sampled := stopSampler()
+	all, ops := flights.close(time.Now())
 	load.Drain(ctx, min(10*time.Second, timeout))
 	load.SetSink(nil)
 	stop()
 	show(progressLine(label, st, rec, rec.result.End.Sub(rec.result.Start)), true)
-	sr := rec.report(sampled)
+	sr := rec.report(all, ops)
 	return &sr, err
 }
 

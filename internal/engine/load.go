@@ -312,14 +312,18 @@ func (l *Load) Close(grace time.Duration) error {
 	}
 }
 
-// InFlight calls f with each scheduled op's runs in flight at this moment
-// (event-driven ops are not run by a worker and have none).
-func (l *Load) InFlight(f func(op string, n int64)) {
+// InFlight reads the runs in flight of the target's scheduled ops, all of
+// them together and each op by name (event-driven ops are not run by a
+// worker and have none), up to now: see Flight. Each read starts the next
+// peaks.
+func (l *Load) InFlight(now time.Time) (all Flight, ops map[string]Flight) {
+	ops = map[string]Flight{}
 	for _, s := range l.r.ops {
 		if !s.op.Async {
-			f(s.op.Name, s.active.Load())
+			ops[s.op.Name] = s.active.read(now)
 		}
 	}
+	return l.r.active.read(now), ops
 }
 
 // RunScheduled runs every target of cfg at its configured rates, on the

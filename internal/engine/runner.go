@@ -35,6 +35,7 @@ type runner struct {
 	jobs   chan job // runs waiting for a busy worker; guarded by poolMu
 
 	inFlight      prometheus.Gauge
+	active        flightCounter // every scheduled op's runs in flight (bench: Load.InFlight)
 	up            prometheus.Gauge
 	misconfigured prometheus.Gauge
 	observer      Observer
@@ -78,8 +79,8 @@ type opState struct {
 	op     config.Op
 	obs    *metrics.OpObservers
 	health health // latest outcome; guarded by runner.stateMu
-	// active counts the op's runs in flight now (bench samples it: Load.InFlight).
-	active atomic.Int64
+	// active counts the op's runs in flight (bench reads it: Load.InFlight).
+	active flightCounter
 }
 
 // health is what an op's (or Prepare's) latest outcome says of the target.
@@ -390,8 +391,13 @@ func (r *runner) execute(ctx context.Context, j job, out *probes.Outcome) {
 		r.inFlight.Inc()
 		defer r.inFlight.Dec()
 	}
-	j.op.active.Add(1)
-	defer j.op.active.Add(-1)
+	j.op.active.add(start, 1)
+	r.active.add(start, 1)
+	defer func() {
+		end := time.Now()
+		j.op.active.add(end, -1)
+		r.active.add(end, -1)
+	}()
 	// The deadline counts from the intended start, like latency: an op that
 	// waited for a slot has less time left, so no latency exceeds the timeout
 	// by more than the scheduling slack.
