@@ -113,14 +113,16 @@ type fault struct {
 }
 
 type suite struct {
-	t      *testing.T
-	d      *daemon
-	m      *monitor
-	th     []generate.Threshold
-	forOf  map[string]time.Duration
-	t0     time.Time
-	mu     sync.Mutex
-	faults []*fault
+	t     *testing.T
+	d     *daemon
+	m     *monitor
+	th    []generate.Threshold
+	forOf map[string]time.Duration
+	// alertRules are the alerting rules Prometheus runs (corroboration).
+	alertRules []generate.Rule
+	t0         time.Time
+	mu         sync.Mutex
+	faults     []*fault
 }
 
 func (s *suite) logf(format string, args ...any) {
@@ -140,7 +142,7 @@ func (f *fault) fail(format string, args ...any) {
 
 // rules are the shipped rules with the suite's `for:` overrides; the
 // shipped file must be exactly what the generator makes without them.
-func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration) {
+func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration, []generate.Rule) {
 	root := stack.RepoRoot()
 	b, err := baseline.Load(filepath.Join(root, "baselines", "james-reference.yaml"))
 	if err != nil {
@@ -170,14 +172,22 @@ func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, files["dbcanary-rules.yml"], fo
+	var alerts []generate.Rule
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				alerts = append(alerts, r)
+			}
+		}
+	}
+	return b, files["dbcanary-rules.yml"], fo, alerts
 }
 
 // TestPageQuality runs the healthy period and the fault matrix; see the package doc.
 func TestPageQuality(t *testing.T) {
 	healthy := envDuration(t, "PAGES_HEALTHY", 2*time.Minute)
 	tail := envDuration(t, "PAGES_TAIL", 45*time.Second)
-	b, ruleFile, fo := rules(t)
+	b, ruleFile, fo, alertRules := rules(t)
 	th, err := generate.Thresholds(b)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +204,7 @@ func TestPageQuality(t *testing.T) {
 	for _, be := range backends {
 		d.addTarget(be, roleRef)
 	}
-	s := &suite{t: t, d: d, th: th, forOf: fo, t0: time.Now()}
+	s := &suite{t: t, d: d, th: th, forOf: fo, alertRules: alertRules, t0: time.Now()}
 	d.start()
 	s.m = startMonitor(t, dir, d.addr, b.Policy.Job, 2*time.Second, ruleFile)
 	s.m.rec.start = s.t0

@@ -185,3 +185,38 @@ func request(ctx context.Context, method, u, body string) (int, string, error) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	return resp.StatusCode, string(b), nil
 }
+
+// queryMax runs a range query from `from` to `to` every step and returns
+// the highest value of each series, by its label set.
+func queryMax(ctx context.Context, promURL, expr string, from, to time.Time, step time.Duration) (map[string]float64, error) {
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	u := fmt.Sprintf("%s/api/v1/query_range?query=%s&start=%d&end=%d&step=%d", promURL, url.QueryEscape(expr), from.Unix(), to.Unix(), int(step.Seconds()))
+	if err := getJSON(ctx, u, &r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", expr, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		for _, v := range s.Values {
+			str, _ := v[1].(string)
+			var f float64
+			_, _ = fmt.Sscan(str, &f)
+			k := labelKey(s.Metric)
+			if cur, ok := out[k]; !ok || f > cur {
+				out[k] = f
+			}
+		}
+	}
+	return out, nil
+}
