@@ -133,8 +133,7 @@ func TestClientSendsNoBackgroundRequests(t *testing.T) {
 		}))
 	}
 	a, b := node(), node()
-	p := testProbe(t, a, func(c *Config) { c.Addresses = []string{a, b} })
-	_ = p
+	testProbe(t, a, func(c *Config) { c.Addresses = []string{a, b} })
 	// The poller's first tick is 5 s after the client is made.
 	time.Sleep(7 * time.Second)
 	mu.Lock()

@@ -228,30 +228,29 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		}
 		return stats[f]
 	}
+	// excused: latency criticals the same rule also raised on a target with
+	// no fault, the store slow for every client (see corroboration), by
+	// episodeKey, with why.
+	excused := map[string]string{}
 	eps := s.m.rec.episodes()
 	for _, e := range eps {
-		if f := s.owner(e.Labels, e.Fired); f != nil {
-			st(f).eps = append(st(f).eps, e)
+		f := s.owner(e.Labels, e.Fired)
+		if f == nil {
+			continue
 		}
-	}
-	// Latency criticals the same rule also raised on a target with no
-	// fault: the store was slow for every client (see corroboration).
-	excused := map[string]string{} // episodeKey -> why
-	var excusedEps []episode
-	for _, e := range eps {
-		if f := s.owner(e.Labels, e.Fired); f == nil || f.kind == "latency" || f.kind == "healthy" {
+		st(f).eps = append(st(f).eps, e)
+		if f.kind == "latency" || f.kind == "healthy" {
 			continue
 		}
 		if why := s.corroboration(e, end); why != "" {
 			excused[episodeKey(e)] = why
-			excusedEps = append(excusedEps, e)
 		}
 	}
 	// excusedAlert: a notified alert is one of those episodes.
 	excusedAlert := func(labels map[string]string, startsAt time.Time) bool {
 		k := labelKey(labels)
-		for _, e := range excusedEps {
-			if labelKey(e.Labels) != k {
+		for _, e := range eps {
+			if excused[episodeKey(e)] == "" || labelKey(e.Labels) != k {
 				continue
 			}
 			from, to := e.Fired, e.Ended
