@@ -27,6 +27,9 @@ type guardedDialer struct {
 	dialer net.Dialer
 	tls    *tls.Config
 	conns  *connTrack // the connections that answered, per node (nodes.go)
+	// writeTimeout bounds a batched write (the driver's own write timeout
+	// is its request timeout).
+	writeTimeout time.Duration
 }
 
 func (d *guardedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
@@ -41,13 +44,16 @@ func (d *guardedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*go
 	if err != nil {
 		return nil, probes.Fail(probes.CauseTLS, err)
 	}
-	dh.Conn = &frameGuard{Conn: dh.Conn, track: d.conns, node: host.ConnectAddressAndPort()}
-	dh.DisableCoalesce = true // the wrapper is not a *net.TCPConn: no writev
+	g := &frameGuard{Conn: dh.Conn, track: d.conns, node: host.ConnectAddressAndPort()}
+	g.w = &batchWriter{conn: dh.Conn, timeout: d.writeTimeout}
+	dh.Conn = g
+	// The driver's own coalescer waits on a timer; batchWriter does not (batchwrite.go).
+	dh.DisableCoalesce = true
 	return dh, nil
 }
 
-func newGuardedDialer(connectTimeout time.Duration, tc *tls.Config) *guardedDialer {
-	return &guardedDialer{dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}, tls: tc, conns: newConnTrack()}
+func newGuardedDialer(connectTimeout, writeTimeout time.Duration, tc *tls.Config) *guardedDialer {
+	return &guardedDialer{dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}, tls: tc, conns: newConnTrack(), writeTimeout: writeTimeout}
 }
 
 // frameGuard follows the v3/v4 frame boundaries of what it reads (a 9-byte
@@ -64,6 +70,16 @@ type frameGuard struct {
 	track *connTrack // told when the node first answers and when the connection ends
 	node  string
 	state atomic.Int32 // 0: no answer yet, 1: counted in track, 2: ended
+
+	w *batchWriter // the driver's writes; nil: straight to Conn
+}
+
+// Write sends one request frame (the driver writes each frame in one call).
+func (g *frameGuard) Write(p []byte) (int, error) {
+	if g.w == nil {
+		return g.Conn.Write(p)
+	}
+	return g.w.Write(p)
 }
 
 func (g *frameGuard) Read(p []byte) (int, error) {
@@ -111,6 +127,9 @@ func (g *frameGuard) scan(b []byte) error {
 		}
 		g.nhdr = 0
 		g.framed = true
+		if g.w != nil && int16(binary.BigEndian.Uint16(g.hdr[2:4])) >= 0 {
+			g.w.answered() // a response (events come on stream -1)
+		}
 		if v := g.hdr[0] & 0x7f; v < 3 || v > 5 {
 			return probes.Fail(probes.CauseServer, fmt.Errorf("the server sent something that is not a CQL v3-v5 frame (version byte 0x%02x)", g.hdr[0]))
 		}
