@@ -59,6 +59,10 @@ type Config struct {
 	// recycle (bench profile s3-recycle only, never from YAML) makes get read
 	// the objects in order, round the set, instead of at random.
 	recycle bool
+	// freshKeys (bench profile s3-sizes only, never from YAML) makes a put
+	// past max_objects_per_size write a new key instead of overwriting
+	// (objects.go, liveSet.fresh).
+	freshKeys bool
 }
 
 // DefaultConfig holds the defaults.

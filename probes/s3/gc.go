@@ -469,25 +469,18 @@ func (p *Probe) logCollect(res gcResult, err error) {
 // removeRun deletes every object under this run's prefix, its heartbeat last,
 // within ctx. Nobody else writes there.
 func (p *Probe) removeRun(ctx context.Context) (int, error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var keys []string
-	for info := range p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true}) {
-		if info.Err != nil {
-			return 0, p.classify("list", p.prefix, info.Err)
-		}
-		switch {
-		case !strings.HasPrefix(info.Key, p.prefix), info.Key == p.heartbeat:
-			continue
-		default:
-			keys = append(keys, info.Key)
-		}
-		if len(keys) >= maxListed {
-			break
+	removed := 0
+	keys, err := p.listRun(ctx)
+	// A bench run may leave more than one listing holds (s3-sizes' new
+	// objects): delete each full listing and list again.
+	for err == nil && len(keys) >= p.runListed {
+		if err = p.removeBatch(ctx, keys); err == nil {
+			removed += len(keys)
+			keys, err = p.listRun(ctx)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, p.classify("list", p.prefix, err)
+	if err != nil {
+		return removed, err
 	}
 	// The listing may lag behind the newest writes (Swift updates listings
 	// asynchronously): delete what this run knows it wrote as well (deleting
@@ -503,17 +496,40 @@ func (p *Probe) removeRun(ctx context.Context) (int, error) {
 	}
 	if len(keys) > batchDeleteOver {
 		if err := p.removeBatch(ctx, keys); err != nil {
-			return 0, err
+			return removed, err
 		}
+		removed += len(keys)
 		keys = nil
 	}
 	keys = append(keys, p.heartbeat) // last, listed or not: Close runs only after a write
 	for i, key := range keys {
 		if err := p.client.RemoveObject(ctx, p.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
-			return i, p.classify("delete", key, err)
+			return removed + i, p.classify("delete", key, err)
 		}
 	}
-	return len(keys), nil
+	return removed + len(keys), nil
+}
+
+// listRun lists up to runListed keys under this run's prefix, its heartbeat left out.
+func (p *Probe) listRun(ctx context.Context) ([]string, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var keys []string
+	for info := range p.client.ListObjects(lctx, p.cfg.Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true}) {
+		if info.Err != nil {
+			return nil, p.classify("list", p.prefix, info.Err)
+		}
+		if !strings.HasPrefix(info.Key, p.prefix) || info.Key == p.heartbeat {
+			continue
+		}
+		if keys = append(keys, info.Key); len(keys) >= p.runListed {
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.classify("list", p.prefix, err)
+	}
+	return keys, nil
 }
 
 // batchDeleteOver is how many objects a run may leave before Close deletes
@@ -561,7 +577,7 @@ func (p *Probe) Close() error {
 	if !p.wrote.Load() {
 		return nil // never wrote anything (the store was down, or Prepare never ran)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.closeTimeout+p.live.closeAllowance())
 	defer cancel()
 	_, err := p.removeRun(ctx)
 	if err != nil && errors.Is(err, probes.ErrNamespaceGone) {

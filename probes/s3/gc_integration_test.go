@@ -512,3 +512,31 @@ func collectorAbortsStaleUploads(t *testing.T, st s3Store, b string) {
 	}
 	stack.Figure(t, "S3 collector on %s: %d stale canary multipart uploads aborted, a young one and a foreign one kept", st.name, res.Aborted)
 }
+
+// TestFreshKeysCloseRemovesEverything: in s3-sizes' fresh-key mode each put
+// past max_objects_per_size writes a new object and forgets the oldest; Close
+// still deletes every one, over several listings of the run.
+func TestFreshKeysCloseRemovesEverything(t *testing.T) {
+	b := bucket(t, "dbcanary-it-fresh")
+	c := minioConfig(t, b)
+	c.Sizes = []Size{KiB}
+	c.MaxObjectsPerSize = 3
+	c.freshKeys = true
+	p := newProbeAs(t, probes.Target{Name: "fresh", InstanceID: "it-1-bench-fresh1", Ephemeral: true, Config: c})
+	p.runListed = 10 // three listings and a remainder for 33 objects
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	const puts = 33
+	for range puts {
+		mustRun(t, p, "put_1KiB")
+	}
+	mustRun(t, p, "get_1KiB") // the tracked objects still read back
+	if n := len(withPrefix(objects(t, admin(t), b), p.Prefix())); n != puts+1 {
+		t.Fatalf("%d objects under the run's prefix after %d puts, want %d (every put a new object, and the heartbeat)", n, puts, puts+1)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, b)
+}

@@ -44,7 +44,23 @@ type liveSet struct {
 	// recycle mode: a prepared set read again and again), from cursor.
 	recycle bool
 	cursor  map[Size]int
+	// fresh makes a put past max write a new key instead of overwriting the
+	// oldest object (bench profile s3-sizes: s3-benchmark's and warp's PUTs
+	// create objects, and an overwrite costs a store more). The replaced
+	// object is forgotten and stays in the bucket until Close deletes the
+	// run's prefix; freshUsed bounds how many per size (freshBudget).
+	fresh     bool
+	freshUsed map[Size]int
+	forgotten int // objects left for Close this way
 }
+
+// The bound of fresh keys per size: what Close can delete in its time.
+const (
+	maxFreshObjects = 100_000
+	maxFreshBytes   = 1 << 30
+)
+
+func freshBudget(s Size) int { return int(min(maxFreshObjects, max(1, maxFreshBytes/int64(s)))) }
 
 func newLiveSet(prefix string, max int) *liveSet {
 	return &liveSet{prefix: prefix, max: max, bySize: map[Size][]*object{}}
@@ -107,17 +123,26 @@ func (l *liveSet) nextInOrder(s Size, now time.Time) *object {
 
 // forWrite returns the object a put writes, marked busy: a new key while the
 // size has fewer than max objects, else the oldest idle one (suspect first),
-// which is overwritten. ok is false when every object is busy.
+// which is overwritten; in fresh mode that one is forgotten instead and the
+// put gets a new key. ok is false when every object is busy.
 func (l *liveSet) forWrite(s Size) (o *object, overwrite, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	objs := l.bySize[s]
 	if len(objs) >= l.max {
-		if o := oldestIdle(objs); o != nil {
+		o := oldestIdle(objs)
+		switch {
+		case o != nil && l.fresh && l.freshUsed[s] < freshBudget(s):
+			if l.freshUsed == nil {
+				l.freshUsed = map[Size]int{}
+			}
+			l.freshUsed[s]++
+			l.forgotten++
+			objs = slices.DeleteFunc(objs, func(x *object) bool { return x == o })
+		case o != nil:
 			o.busy, o.changing = true, true
 			return o, true, true
-		}
-		if len(objs) >= 2*l.max {
+		case len(objs) >= 2*l.max:
 			return nil, false, false
 		}
 	}
@@ -242,6 +267,14 @@ func (l *liveSet) unchanged(e listed) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Contains(l.bySize[Size(e.obj.size)], e.obj) && e.obj.written.Equal(e.written) && !e.obj.changing
+}
+
+// closeAllowance is the time Close adds to delete the objects fresh mode
+// forgot: a second for each 1000 (one multi-object DELETE each).
+func (l *liveSet) closeAllowance() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Duration((l.forgotten+999)/1000) * time.Second
 }
 
 // keys returns the keys of every object tracked, busy and suspect ones too.

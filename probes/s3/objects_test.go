@@ -159,3 +159,46 @@ func TestLiveSetRecycle(t *testing.T) {
 		t.Fatalf("recycle read %v, %v; want the busy one skipped", a, b)
 	}
 }
+
+func TestLiveSetFreshKeys(t *testing.T) {
+	l := newLiveSet("dbcanary/t/i/0123456789abcdef/", 2)
+	l.fresh = true
+	put := func(s Size) (*object, bool) {
+		o, overwrite, ok := l.forWrite(s)
+		if !ok {
+			t.Fatal("no slot")
+		}
+		l.written(s, o, 1, "etag", time.Now(), false)
+		return o, overwrite
+	}
+	a, _ := put(KiB)
+	put(KiB)
+	// At the cap a put writes a new key; the oldest is forgotten, not overwritten.
+	c, overwrite := put(KiB)
+	if overwrite || c == a || c.key == a.key {
+		t.Fatalf("fresh mode overwrote %s (overwrite=%v)", a.key, overwrite)
+	}
+	if l.count(KiB) != 2 {
+		t.Fatalf("tracked %d objects, want 2 (the forgotten one is Close's)", l.count(KiB))
+	}
+	for _, k := range l.keys() {
+		if k == a.key {
+			t.Fatal("the forgotten object is still tracked")
+		}
+	}
+	if got := l.closeAllowance(); got != time.Second {
+		t.Errorf("close allowance %v for 1 forgotten object, want 1s", got)
+	}
+	// Past the budget of a size, puts overwrite again.
+	big := Size(maxFreshBytes) // a budget of one
+	put(big)
+	put(big)
+	put(big) // the one fresh key
+	if _, overwrite := put(big); !overwrite {
+		t.Error("a put past the fresh budget did not overwrite")
+	}
+	// Without fresh mode nothing is forgotten and Close adds no time.
+	if got := newLiveSet("p/", 2).closeAllowance(); got != 0 {
+		t.Errorf("close allowance %v without fresh mode, want 0", got)
+	}
+}

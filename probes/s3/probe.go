@@ -46,6 +46,7 @@ type Probe struct {
 	gcMaxListed    int
 	gcMaxDeleted   int
 	closeTimeout   time.Duration
+	runListed      int // keys Close deletes per listing of its run (maxListed; tests lower it)
 	bg             background
 	gc             gcState
 	gcWarned       atomic.Bool
@@ -100,10 +101,12 @@ func New(t probes.Target) (*Probe, error) {
 		gcMaxListed:    gcMaxListed,
 		gcMaxDeleted:   gcMaxDeleted,
 		closeTimeout:   closeTimeout,
+		runListed:      maxListed,
 	}
 	p.heartbeat = p.prefix + heartbeatName
 	p.live = newLiveSet(p.prefix, cfg.MaxObjectsPerSize)
 	p.live.recycle = cfg.recycle
+	p.live.fresh = cfg.freshKeys
 	for _, s := range cfg.Sizes {
 		for _, k := range []string{OpPut, OpGet, OpHead, OpDelete} {
 			p.ops[OpName(k, s)] = opRef{kind: k, size: s}
