@@ -245,7 +245,7 @@ board-picture:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/
 
-## bench-peers: every peer script (PerfTest, warp, opensearch-benchmark, latte) beside `dbcanary bench` on each shape, the server sharing the cores (PIN=0) then on its own CPU (PIN=1), ROUNDS (3) alternating rounds; prints summary.md with the date, commit, load and median ratios for docs/evidence/measurements.md (16 scripts of 3 rounds each: not yet timed as a whole; a quiet machine; not in make test)
+## bench-peers: every peer script (PerfTest, warp, opensearch-benchmark, latte) beside `dbcanary bench` on each shape, the server sharing the cores (PIN=0) then on its own CPU (PIN=1), ROUNDS (3) alternating rounds; prints summary.md with the date, commit, load and median ratios for docs/evidence/measurements.md (16 scripts of 3 rounds each; the PIN=0 half took 34 min on 7 Dec 2026; a quiet machine; not in make test)
 bench-peers:
 	ROUNDS=$(or $(ROUNDS),3) test/bench/peers-all.sh
 
