@@ -217,6 +217,12 @@ func TestProfileParams(t *testing.T) {
 	if len(st) != 8 || st[1].Name != "put 4KiB x4" || st[1].Mix[0].Op != "put_4KiB" || st[7].Mix[0].Op != "put_8MiB" || st[0].MaxOps != 6 {
 		t.Errorf("stages %+v", st)
 	}
+	// --param objects=32 (warp's --objects): 32 uploads first.
+	s = Params{Values: map[string]string{"worker-steps": "8", "objects": "32"}}
+	prof.defaults(&s)
+	if st := prof.stages(s); st[0].MaxOps != 32 {
+		t.Errorf("objects=32: the upload stage makes %d objects", st[0].MaxOps)
+	}
 }
 
 // The floor profile needs no store: without a noop target in the config it
@@ -298,13 +304,15 @@ func TestSetParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	prof.defaults(&p)
-	if p.Values["sizes"] != "4KiB,1MiB" || p.Workers != 3 {
-		t.Errorf("values %v, workers %d", p.Values, p.Workers)
+	if p.Values["sizes"] != "4KiB,1MiB" || p.Workers != 3 || p.Values["objects"] != "5" {
+		t.Errorf("values %v, workers %d (want objects defaulting to the most workers + 2)", p.Values, p.Workers)
 	}
 	for arg, want := range map[string]string{
-		"bulk-size=5":    "bulk-size: profile s3-sizes has no such parameter (it has sizes, worker-steps)",
+		"bulk-size=5":    "bulk-size: profile s3-sizes has no such parameter (it has sizes, worker-steps, objects)",
 		"sizes=0B":       `sizes: "0B" is not an object size (4KiB, 1MiB) listed once`,
 		"worker-steps=9": "",
+		"objects=32":     "",
+		"objects=101":    `objects: "101" is not a whole number from 1 to 100`,
 		"sizes":          `"sizes": want name=value`,
 	} {
 		if err := prof.SetParams(&Params{}, []string{arg}); fmt.Sprint(err) != want && (want != "" || err != nil) {

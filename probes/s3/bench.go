@@ -21,6 +21,7 @@ func sizesProfile() probes.BenchProfile {
 		Params: []probes.BenchParam{
 			{Name: "sizes", Help: "object sizes, e.g. 4KiB,1MiB (default 4KiB,128KiB,1MiB,8MiB)", Check: func(v string) error { _, err := parseSizes(v); return err }},
 			{Name: "worker-steps", Help: "worker counts to step through, e.g. 8,12,16 or 8..16 (default 8..16, or --workers)", Check: func(v string) error { _, err := parseSteps(v); return err }},
+			{Name: "objects", Help: "objects of each size uploaded first and downloaded at random (default the most workers + 2, at most 100; warp's --objects)", Check: checkObjects},
 		},
 		Defaults: func(p *probes.BenchParams) {
 			p.SetDefault("sizes", "4KiB,128KiB,1MiB,8MiB")
@@ -29,6 +30,8 @@ func sizesProfile() probes.BenchProfile {
 			}
 			p.SetDefault("worker-steps", "8..16")
 			p.Workers = slices.Max(benchSteps(*p))
+			// One object per worker and two spare, so no download waits for another's object.
+			p.SetDefault("objects", strconv.Itoa(min(p.Workers+2, 100)))
 			p.DefaultDuration(5 * time.Second)
 			if p.Timeout == 0 {
 				p.Timeout = 60 * time.Second
@@ -44,8 +47,7 @@ func sizesProfile() probes.BenchProfile {
 			}
 			cp := *orig
 			cp.Sizes = benchSizes(p)
-			// One object per worker, so no download waits for another's object.
-			cp.MaxObjectsPerSize = min(max(p.Workers+2, cp.MaxObjectsPerSize), 100)
+			cp.MaxObjectsPerSize = p.Int("objects")
 			// Every PUT creates an object, as s3-benchmark's and warp's do.
 			cp.freshKeys = true
 			return &cp, nil
@@ -55,7 +57,7 @@ func sizesProfile() probes.BenchProfile {
 			for _, size := range benchSizes(p) {
 				g := size.String()
 				st = append(st, probes.BenchStage{Name: "upload " + g, Group: g, Setup: true,
-					Mix: []probes.Weighted{{Op: OpName(OpPut, size), Weight: 1}}, Workers: min(p.Workers, 8), MaxOps: int64(p.Workers + 2)})
+					Mix: []probes.Weighted{{Op: OpName(OpPut, size), Weight: 1}}, Workers: min(p.Workers, 8), MaxOps: int64(p.Int("objects"))})
 				// --mix names op kinds (get=1, put=1): the ops of this size.
 				var mix []probes.Weighted
 				var kinds []string
@@ -84,6 +86,14 @@ func sizesProfile() probes.BenchProfile {
 				fmt.Sprintf("Each PUT writes a new object, as s3-benchmark's and warp's do (overwriting an object costs a store more: 0.55-0.65x the PUT rate on MinIO), up to %d objects or %d MiB of each size; after that PUTs overwrite the oldest. Every object of the run is deleted at the end.", maxFreshObjects, maxFreshBytes>>20)}
 		},
 	}
+}
+
+// checkObjects checks the objects parameter: 1 to 100 (max_objects_per_size's range).
+func checkObjects(v string) error {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+		return fmt.Errorf("%q is not a whole number from 1 to 100", v)
+	}
+	return nil
 }
 
 // benchSizes are the object sizes of the sizes parameter (checked by parseSizes).

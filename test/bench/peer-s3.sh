@@ -15,7 +15,9 @@
 # Env: SECS (run length), ROUNDS (default 3), PIN (1: server and tools on
 # separate CPUs), PEERS (tool cache), BENCH_OUT (where outputs go).
 # warp reads its latency from each request's start; dbcanary GETs also
-# compare every byte read with what was written (warp does not look).
+# compare every byte read with what was written (warp does not look). GETs
+# read 4 objects per concurrent request in both tools (warp's --objects,
+# dbcanary's --param objects); PUTs write a new object each time in both.
 # bandwidth moves gigabytes: run it against a MinIO of your own
 # (DBCANARY_STACK_DIR=... DBCANARY_MINIO_HOST=127.0.0.x DBCANARY_MINIO_PORT=...:
 # MinIO binds its port on 127.0.0.1 too), not a shared one.
@@ -97,7 +99,9 @@ case $OP in
   floor) SECS=${SECS:-30}; OP=get; SIZE=4KiB; CONC=1; warp_extra=(--rps-limit 10); dbc_extra=(--rate 10) ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
-[ "$OP" = get ] && warp_extra+=(--objects $((CONC * 4)))
+# GET reads from the same number of objects in both tools (dbcanary's
+# s3-sizes allows at most 100).
+[ "$OP" = get ] && { warp_extra+=(--objects $((CONC * 4 > 100 ? 100 : CONC * 4))); dbc_extra+=(--param objects=$((CONC * 4 > 100 ? 100 : CONC * 4))); }
 us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
 
 # warp_round N: warp on the shape; its outputs in $OUT/warp-$OP-N.*
