@@ -13,7 +13,8 @@
 #                                                    objects, 100 concurrent, 30 s each (s3-bandwidth)
 #
 # Env: SECS (run length), ROUNDS (default 3), PIN (1: server and tools on
-# separate CPUs), PEERS (tool cache), BENCH_OUT (where outputs go).
+# separate CPUs), KEYS (canary: warp's keys as deep as dbcanary's, the
+# default; own: warp's own), PEERS (tool cache), BENCH_OUT (where outputs go).
 # warp reads its latency from each request's start; dbcanary GETs also
 # compare every byte read with what was written (warp does not look). GETs
 # read 4 objects per concurrent request in both tools (warp's --objects,
@@ -102,6 +103,19 @@ esac
 # GET reads from the same number of objects in both tools (dbcanary's
 # s3-sizes allows at most 100).
 [ "$OP" = get ] && { warp_extra+=(--objects $((CONC * 4 > 100 ? 100 : CONC * 4))); dbc_extra+=(--param objects=$((CONC * 4 > 100 ? 100 : CONC * 4))); }
+# Key depth: MinIO walks one directory per "/" of a key, and reads deeper keys
+# more slowly (warp with and without a 4-level --prefix: 0.94x, median of 10
+# pairs). dbcanary's keys are 6 levels deep (prefix dbcanary/<target>/, then
+# <instance>/<run>/<size>/<sequence>: the namespace that keeps instances
+# apart); warp's own are 2 (<random>/<name>). KEYS=canary (default) gives warp
+# a 4-level prefix, so both tools' objects are 6 levels deep; KEYS=own keeps
+# warp's.
+KEYS=${KEYS:-canary}
+case $KEYS in
+  canary) warp_extra+=(--prefix "dbcanary/s3/peers-warp/$(printf '%016x' $$)") ;;
+  own) ;;
+  *) die "KEYS must be canary or own, not '$KEYS'" ;;
+esac
 us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
 
 # warp_round N: warp on the shape; its outputs in $OUT/warp-$OP-N.*
