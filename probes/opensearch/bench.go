@@ -41,6 +41,10 @@ func pmcProfile() probes.BenchProfile {
 			}
 			cp := *orig
 			cp.BulkSize = p.Int("bulk-size")
+			// Indices of the run's own, as opensearch-benchmark's
+			// delete-index/create-index: the run starts on an empty index and
+			// leaves nothing behind.
+			cp.benchIndex = true
 			return &cp, nil
 		},
 		Stages: func(p probes.BenchParams) []probes.BenchStage {

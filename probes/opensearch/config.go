@@ -47,6 +47,15 @@ type Config struct {
 	// Ledger configures the durability ledger (ledger.go); its ages are
 	// bounded by retention.
 	Ledger probes.LedgerConfig `yaml:"ledger"`
+
+	// benchIndex (bench profile opensearch-pmc only, never from YAML) makes
+	// the run write into indices of its own, <prefix>bench-<run>-<day>,
+	// created empty and deleted whole at Close, as opensearch-benchmark
+	// creates and deletes its index: a bench run indexes hundreds of
+	// thousands of documents, which must neither stay in the canary's daily
+	// index nor make the next run index into a larger one. Retention sweeps
+	// the ones a crashed run left.
+	benchIndex bool
 }
 
 // DefaultConfig holds the defaults.

@@ -28,10 +28,26 @@ func (p *Probe) indexName(t time.Time) string { return p.prefix + t.UTC().Format
 // with a guessed mapping.
 func writeAlias(index string) string { return index + "-write" }
 
-// indexDay parses the day of a canary index name; ok is false for any other name.
+// benchInfix follows the prefix in the indices of a bench run
+// (<prefix>bench-<run>-<day>, Config.benchIndex).
+const benchInfix = "bench-"
+
+// indexDay parses the day of a canary index name, or of a bench run's index
+// under the same prefix (so retention sweeps what a crashed run left); ok is
+// false for any other name.
 func (p *Probe) indexDay(name string) (time.Time, bool) {
 	rest, found := strings.CutPrefix(name, p.prefix)
-	if !found || len(rest) != len(dayLayout) {
+	if !found {
+		return time.Time{}, false
+	}
+	if r, ok := strings.CutPrefix(rest, benchInfix); ok {
+		run, day, ok := strings.Cut(r, "-")
+		if !ok || !isRun(run) {
+			return time.Time{}, false
+		}
+		rest = day
+	}
+	if len(rest) != len(dayLayout) {
 		return time.Time{}, false
 	}
 	d, err := time.Parse(dayLayout, rest)
@@ -231,4 +247,17 @@ func (p *Probe) current(ctx context.Context) (string, error) {
 		p.logger.Warn("cannot delete canary indices past retention", "err", err)
 	}
 	return want, nil
+}
+
+// isRun reports whether s is a run id (Probe.run: base 36, at most 8 digits).
+func isRun(s string) bool {
+	if s == "" || len(s) > 8 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
 }

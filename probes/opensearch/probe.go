@@ -30,6 +30,7 @@ type Probe struct {
 	target    string
 	instance  string
 	ephemeral bool // a one-shot run: Close deletes its documents
+	ownIndex  bool // a bench run in indices of its own (Config.benchIndex): Close deletes them whole
 	prefix    string
 	run       string // random per process: op document ids never collide with an earlier run's
 	refs      []Document
@@ -78,6 +79,10 @@ func New(t probes.Target) (*Probe, error) {
 		ledger:    t.Ledger,
 		now:       time.Now,
 		ensured:   map[string]bool{},
+	}
+	if cfg.benchIndex && t.Ephemeral {
+		p.ownIndex = true
+		p.prefix += benchInfix + p.run + "-"
 	}
 	for _, d := range p.refs {
 		p.refIDs = append(p.refIDs, d.ID)
@@ -164,10 +169,34 @@ func (p *Probe) runOp(ctx context.Context, op string, out *probes.Outcome) error
 func (p *Probe) Close() error {
 	p.nodes.stop()
 	var err error
-	if p.ephemeral {
+	switch {
+	case p.ownIndex:
+		err = p.deleteOwnIndices()
+	case p.ephemeral:
 		err = p.deleteOwnDocuments()
 	}
 	return errors.Join(err, p.client.Close())
+}
+
+// deleteOwnIndices deletes, whole and by exact name, the indices a bench run
+// created for itself (Config.benchIndex); their aliases go with them.
+func (p *Probe) deleteOwnIndices() error {
+	p.mu.Lock()
+	indices := slices.Sorted(maps.Keys(p.ensured))
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout)
+	defer cancel()
+	var errs []error
+	for _, index := range indices {
+		status, body, err := p.do(ctx, request{what: "delete this bench run's index " + index, method: http.MethodDelete, path: "/" + url.PathEscape(index)}, nil)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case status != http.StatusOK && status != http.StatusNotFound:
+			errs = append(errs, p.httpError("delete this bench run's index "+index, status, body))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // deleteOwnDocuments deletes, by id, this run's reference sets and the

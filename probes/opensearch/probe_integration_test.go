@@ -368,10 +368,12 @@ func TestRetentionDeletesOnlyOldCanaryIndices(t *testing.T) {
 			t.Fatalf("create %s: %d %s", name, s, b)
 		}
 	}
-	old := "dbcanary-ret-2020.01.01"
+	// A bench run's index (<prefix>bench-<run>-<day>) left by a crash goes too.
+	old := []string{"dbcanary-ret-2020.01.01", "dbcanary-ret-bench-k3x9a1-2020.01.01"}
 	yesterday := "dbcanary-ret-" + time.Now().UTC().Add(-24*time.Hour).Format(dayLayout)
-	keep := []string{yesterday, "dbcanary-ret-notadate", "dbcanary-ret-x-2020.01.01", "other-2020.01.01", "dbcanary-retention-2020.01.01"}
-	for _, n := range append([]string{old}, keep...) {
+	keep := []string{yesterday, "dbcanary-ret-notadate", "dbcanary-ret-x-2020.01.01", "other-2020.01.01", "dbcanary-retention-2020.01.01",
+		"dbcanary-ret-bench-k3x9a1-" + time.Now().UTC().Format(dayLayout), "dbcanary-ret-bench-k3_x9-2020.01.01", "dbcanary-ret-bench-toolongrun-2020.01.01"}
+	for _, n := range append(old, keep...) {
 		mk(n)
 	}
 	t.Cleanup(func() {
@@ -381,8 +383,10 @@ func TestRetentionDeletesOnlyOldCanaryIndices(t *testing.T) {
 	})
 	newProbe(t, "ret", "it-ret", nil) // Prepare sweeps
 	all := indices(t)
-	if _, ok := all[old]; ok {
-		t.Fatalf("%s is past retention and still there", old)
+	for _, n := range old {
+		if _, ok := all[n]; ok {
+			t.Fatalf("%s is past retention and still there", n)
+		}
 	}
 	for _, n := range keep {
 		if _, ok := all[n]; !ok {

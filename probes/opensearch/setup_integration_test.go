@@ -218,3 +218,55 @@ func TestEphemeralDeletesItsDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRunHasIndicesOfItsOwn: a bench run (opensearch-pmc's Configure)
+// writes into an index of its own, created empty, and deletes it whole at
+// Close; the canary's daily index of the same prefix is not written.
+func TestBenchRunHasIndicesOfItsOwn(t *testing.T) {
+	daily := "dbcanary-benchrun-" + time.Now().UTC().Format(dayLayout)
+	before := indices(t)[daily]
+	c := DefaultConfig
+	c.Addresses = []string{osURL}
+	c.Replicas = 0
+	c.RefreshInterval = 200 * time.Millisecond
+	cfg, err := pmcProfile().Configure(&c, probes.BenchParams{Values: map[string]string{"bulk-size": "50"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(probes.Target{Name: "benchrun", InstanceID: fmt.Sprintf("it-bench-%d", time.Now().UnixNano()%1e9), Ephemeral: true, Config: cfg, Logger: enginetest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prepare(t, p); err != nil {
+		t.Fatal(err)
+	}
+	own := "dbcanary-benchrun-bench-" + p.run + "-" + time.Now().UTC().Format(dayLayout)
+	for range 3 {
+		if _, err := run(t, p, OpBulk); err != nil {
+			t.Fatalf("bulk: %v", err)
+		}
+	}
+	for _, op := range []string{OpSearchAll, OpSearchTerm, OpSearchPhrase} {
+		if _, err := run(t, p, op); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+	}
+	mustREST(t, http.MethodPost, "/"+own+"/_refresh", "", 200)
+	all := indices(t)
+	n, ok := all[own]
+	if !ok {
+		t.Fatalf("the bench run's index %s does not exist (indices: %v)", own, all)
+	}
+	if want := fmt.Sprintf("/%d", refCount+3*50); !strings.HasSuffix(n, want) {
+		t.Errorf("%s: uuid/docs %s, want %d documents", own, n, refCount+3*50)
+	}
+	if all[daily] != before {
+		t.Errorf("the daily canary index %s changed: %q, before %q", daily, all[daily], before)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, ok := indices(t)[own]; ok {
+		t.Errorf("%s is still there after Close", own)
+	}
+}
