@@ -219,14 +219,25 @@ func (p *Probe) sweep(ctx context.Context, now time.Time) error {
 		if !ok || !p.expired(d, now) {
 			continue
 		}
-		status, body, err := p.do(ctx, request{what: "delete expired index " + r.Index, method: http.MethodDelete, path: "/" + url.PathEscape(r.Index)}, nil)
-		if err != nil {
+		// 404: another instance was first.
+		if err := p.deleteIndex(ctx, "delete expired index", r.Index); err != nil {
 			return err
 		}
-		if status != http.StatusOK && status != http.StatusNotFound { // 404: another instance was first
-			return p.httpError("delete expired index "+r.Index, status, body)
-		}
 		p.logger.Info("deleted canary index past retention", "index", r.Index, "retention", p.cfg.Retention)
+	}
+	return nil
+}
+
+// deleteIndex deletes one index by its exact name (never a pattern); an
+// index already gone (404) is not an error. what names the action in errors.
+func (p *Probe) deleteIndex(ctx context.Context, what, index string) error {
+	what += " " + index
+	status, body, err := p.do(ctx, request{what: what, method: http.MethodDelete, path: "/" + url.PathEscape(index)}, nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK && status != http.StatusNotFound {
+		return p.httpError(what, status, body)
 	}
 	return nil
 }

@@ -188,13 +188,7 @@ func (p *Probe) deleteOwnIndices() error {
 	defer cancel()
 	var errs []error
 	for _, index := range indices {
-		status, body, err := p.do(ctx, request{what: "delete this bench run's index " + index, method: http.MethodDelete, path: "/" + url.PathEscape(index)}, nil)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case status != http.StatusOK && status != http.StatusNotFound:
-			errs = append(errs, p.httpError("delete this bench run's index "+index, status, body))
-		}
+		errs = append(errs, p.deleteIndex(ctx, "delete this bench run's index", index))
 	}
 	return errors.Join(errs...)
 }

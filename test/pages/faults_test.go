@@ -5,9 +5,11 @@ package pages
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -353,11 +355,16 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		r := st(f)
 		sort.Slice(r.eps, func(i, j int) bool { return r.eps[i].Fired.Before(r.eps[j].Fired) })
 		var others []string
+		mayFired := false
 		for i := range r.eps {
 			e := r.eps[i]
 			isExpected := f.expect != "" && e.name() == f.expect && e.severity() == f.expectSev
 			if isExpected && e.Labels["target"] == f.key && !e.Fired.Before(f.start) && r.expected == nil {
 				r.expected = &r.eps[i]
+			}
+			if e.severity() == "critical" && !isExpected && e.Labels["target"] == f.key && slices.Contains(f.mayPage, e.name()) {
+				mayFired = true
+				continue
 			}
 			if e.severity() == "critical" && !isExpected {
 				o := pager.AlertString(e.Labels) + " " + fmtRel(e.Fired.Sub(f.start))
@@ -386,6 +393,11 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 			}
 			others = nil
 		default:
+			// An alert that may fire may also resolve before Alertmanager's
+			// group_wait and never page (a TargetDown of 12 s did): 0 or 1.
+			if mayFired && f.expect == "" && r.pages+r.due == 1 {
+				goal = 1
+			}
 			if f.expect != "" {
 				goal = 1
 				switch {
@@ -413,10 +425,17 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		switch {
 		case f.kind == "exporter":
 			expected = "no critical"
-		case f.kind == "restart":
+		case f.kind == "restart" && f.expect == "":
 			expected = "no critical, no page"
 		case f.expect != "":
 			expected = fmt.Sprintf("%s/%s (%s)", strings.TrimPrefix(f.expect, "Dbcanary"), f.expectSev, f.budget)
+		}
+		if len(f.mayPage) > 0 {
+			var may []string
+			for _, a := range f.mayPage {
+				may = append(may, strings.TrimPrefix(a, "Dbcanary"))
+			}
+			expected += "; on the threshold, may page once: " + strings.Join(may, ", ")
 		}
 		what := f.what
 		if f.key != "" {
@@ -676,4 +695,102 @@ func (s *suite) diagnose(ctx context.Context, f *fault) {
 	if len(parts) > 0 {
 		f.notes = append(f.notes, "during the fault: "+strings.Join(parts, ", "))
 	}
+}
+
+// restartMargin: a restart within this of a threshold (TargetDown's `for:`)
+// is on it, and either outcome is right.
+const restartMargin = 10 * time.Second
+
+// burnNear: a fast-burn condition whose ratio stayed under this many times
+// its threshold was on the threshold (increase() extrapolates at the
+// window's edges), and either outcome is right.
+const burnNear = 1.1
+
+var thresholdRe = regexp.MustCompile(`> ([0-9.]+)`)
+
+// restartBurn sets what a short restart must page from what its outage cost
+// the error budget, as Prometheus measured it. An outage whose failed ops are
+// more than 1.44 % of an hour's expected ops (about 52 s of a target failing
+// every op) spends 2 % of the 30-day budget and pages DbcanaryErrorBudgetBurn
+// (1h) once, as the shipped rules mean to, even though TargetDown's `for:`
+// did not run out (docs/page-quality.md); a shorter one pages nothing. The
+// row then waits until that alert has fired and paged, or its condition no
+// longer holds, so that the row after it is not blamed for it (CI of 7 Dec:
+// a fast burn true since a 1m05s Cassandra restart fired 13-27 s into the
+// stop row that followed).
+func (s *suite) restartBurn(ctx context.Context, f *fault, upAt time.Time) {
+	// A restart as long as TargetDown's for: may have paged as down
+	// (mayPage): the burn rules hold back while TargetDown fires.
+	if s.firedOn(generate.AlertTargetDown, f.key, f.start) {
+		f.notes = append(f.notes, "TargetDown fired, which holds the burn rules back")
+		return
+	}
+	var held *generate.Rule
+	var ratio, thr float64
+	for i, r := range s.alertRules {
+		if r.Alert != generate.AlertErrorBudgetBurn || r.Labels["severity"] != "critical" {
+			continue
+		}
+		vals, err := queryMax(ctx, s.m.promURL, r.Expr, f.start, time.Now(), 5*time.Second)
+		if err != nil {
+			f.fail("the fast burn's condition: %v", err)
+			return
+		}
+		for k, v := range vals {
+			if !strings.Contains(k, "target="+f.key+",") {
+				continue
+			}
+			m := thresholdRe.FindStringSubmatch(r.Expr)
+			if m == nil {
+				f.fail("no threshold in %s (window %s): %s", r.Alert, r.Labels["window"], r.Expr)
+				return
+			}
+			if held == nil {
+				held, ratio = &s.alertRules[i], v
+				thr, _ = strconv.ParseFloat(m[1], 64)
+			}
+		}
+	}
+	if held == nil {
+		f.notes = append(f.notes, "failed ops under every critical burn rate")
+		return
+	}
+	f.notes = append(f.notes, fmt.Sprintf("failed ops %.2f %% of the %s window's (critical burn above %.2f %%)", 100*ratio, held.Labels["window"], 100*thr))
+	if ratio >= burnNear*thr {
+		f.expect, f.expectSev = generate.AlertErrorBudgetBurn, "critical"
+		// The condition turns true while the target is still down or at
+		// the first scrapes after: the outage, then `for:`, then detect.
+		f.budget = (upAt.Sub(f.start) + s.forOf[generate.AlertErrorBudgetBurn+":critical"] + detect[generate.AlertTargetDown]).Round(time.Second)
+		s.logf("%s: the restart burnt the error budget: %s", f.key, f.notes[len(f.notes)-1])
+		if _, ok := s.waitAlert(f); ok {
+			s.waitPage(f)
+		}
+		return
+	}
+	// On the threshold: wait until it has fired and paged, or its
+	// condition is gone.
+	f.mayPage = append(f.mayPage, generate.AlertErrorBudgetBurn)
+	deadline := time.Now().Add(6 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if s.firedOn(generate.AlertErrorBudgetBurn, f.key, f.start) {
+			s.waitPageOf(f, generate.AlertErrorBudgetBurn)
+			return
+		}
+		r, err := query(ctx, s.m.promURL, held.Expr)
+		if err == nil && !slices.ContainsFunc(r, func(x promSample) bool { return x.Metric["target"] == f.key }) {
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+	f.fail("the fast burn's condition on %s still held 6m after the restart", f.key)
+}
+
+// firedOn says whether a critical of that name fired on the target since t.
+func (s *suite) firedOn(name, target string, since time.Time) bool {
+	for _, e := range s.m.rec.episodes() {
+		if e.name() == name && e.severity() == "critical" && e.Labels["target"] == target && !e.Fired.Before(since) {
+			return true
+		}
+	}
+	return false
 }

@@ -104,12 +104,15 @@ type fault struct {
 	key                 string   // the target the expected alert is about
 	scope               []string // targets whose alerts this fault owns (within its window)
 	expect, expectSev   string   // "" expects no critical at all
-	budget              time.Duration
-	windowStart         time.Time // ownership of alerts starts here
-	start               time.Time // injection
-	reverted            time.Time
-	notes               []string
-	failures            []string
+	// mayPage: critical alerts (names) on key that may fire or not, either
+	// outcome right; if one does, the row wants its one page.
+	mayPage     []string
+	budget      time.Duration
+	windowStart time.Time // ownership of alerts starts here
+	start       time.Time // injection
+	reverted    time.Time
+	notes       []string
+	failures    []string
 }
 
 type suite struct {
@@ -121,8 +124,11 @@ type suite struct {
 	// alertRules are the alerting rules Prometheus runs (corroboration).
 	alertRules []generate.Rule
 	t0         time.Time
-	mu         sync.Mutex
-	faults     []*fault
+	// restartDown: how much longer the short restart keeps the server
+	// down (PAGES_RESTART_DOWN, default 0).
+	restartDown time.Duration
+	mu          sync.Mutex
+	faults      []*fault
 }
 
 func (s *suite) logf(format string, args ...any) {
@@ -187,6 +193,10 @@ func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration, []ge
 func TestPageQuality(t *testing.T) {
 	healthy := envDuration(t, "PAGES_HEALTHY", 2*time.Minute)
 	tail := envDuration(t, "PAGES_TAIL", 45*time.Second)
+	restartDown := 0 * time.Second
+	if os.Getenv("PAGES_RESTART_DOWN") != "" {
+		restartDown = envDuration(t, "PAGES_RESTART_DOWN", 0)
+	}
 	b, ruleFile, fo, alertRules := rules(t)
 	th, err := generate.Thresholds(b)
 	if err != nil {
@@ -204,7 +214,7 @@ func TestPageQuality(t *testing.T) {
 	for _, be := range backends {
 		d.addTarget(be, roleRef)
 	}
-	s := &suite{t: t, d: d, th: th, forOf: fo, alertRules: alertRules, t0: time.Now()}
+	s := &suite{t: t, d: d, th: th, forOf: fo, alertRules: alertRules, t0: time.Now(), restartDown: restartDown}
 	d.start()
 	s.m = startMonitor(t, dir, d.addr, b.Policy.Job, 2*time.Second, ruleFile)
 	s.m.rec.start = s.t0
@@ -365,7 +375,10 @@ func (s *suite) waitAlert(f *fault) (episode, bool) {
 }
 
 // waitPage waits (up to pageWait) for a pager notification of the expected alert.
-func (s *suite) waitPage(f *fault) {
+func (s *suite) waitPage(f *fault) { s.waitPageOf(f, f.expect) }
+
+// waitPageOf waits (up to pageWait) for a pager notification of that alert on the fault's key.
+func (s *suite) waitPageOf(f *fault, alert string) {
 	deadline := time.Now().Add(pageWait)
 	for time.Now().Before(deadline) {
 		for _, n := range s.m.hook.All() {
@@ -373,7 +386,7 @@ func (s *suite) waitPage(f *fault) {
 				continue
 			}
 			for _, a := range n.Alerts {
-				if a.Status == "firing" && a.Labels["alertname"] == f.expect && a.Labels["target"] == f.key && !a.StartsAt.Before(f.start) {
+				if a.Status == "firing" && a.Labels["alertname"] == alert && a.Labels["target"] == f.key && !a.StartsAt.Before(f.start) {
 					return
 				}
 			}
@@ -394,6 +407,9 @@ func (s *suite) runBackend(ctx context.Context, backend string) {
 		f.fail("stop: %v", err)
 	}
 	downFor := time.Since(f.start)
+	// PAGES_RESTART_DOWN keeps the server down that long more: a restart
+	// as slow as a loaded machine's, which the fast burn pages.
+	time.Sleep(s.restartDown)
 	if err := stack.Restart(script); err != nil {
 		f.fail("start: %v", err)
 	}
@@ -418,9 +434,15 @@ func (s *suite) runBackend(ctx context.Context, backend string) {
 	// for: (its first failed op comes after f.start, upAt after its first
 	// good one): only then can the row prove that it must not page. On a
 	// loaded machine Cassandra's stop and start take a minute or more.
-	if up := upAt.Sub(f.start); up >= forDown {
-		f.fail("not a short restart: the target was down for up to %s (the server took %s to come back), TargetDown's for: is %s (machine too loaded?)", up.Round(time.Second), back.Round(time.Second), forDown)
+	if up := upAt.Sub(f.start); up >= forDown-restartMargin {
+		// On a loaded machine Cassandra's stop and start can take as long
+		// as TargetDown's for: (CI of 7 Dec: 1m32s against 1m30s). Whether
+		// it fires then depends on scrape and evaluation phases: either
+		// outcome is right, and it may page once.
+		f.mayPage = append(f.mayPage, generate.AlertTargetDown)
+		f.notes = append(f.notes, fmt.Sprintf("as long as TargetDown's for: (%s): it may page", forDown))
 	}
+	s.restartBurn(ctx, f, upAt)
 	s.diagnose(ctx, f)
 
 	// Server stopped until TargetDown has paged.
