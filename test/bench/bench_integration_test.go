@@ -285,8 +285,9 @@ targets:
 	p99, _ := strconv.ParseFloat(m[1], 64)
 
 	rules := filepath.Join(dir, "alerts")
-	if code, out, errOut := run(t, time.Minute, "generate", "rules", "--baseline", file, "--out", rules); code != 0 {
-		t.Fatalf("generate rules: exit %d\n%s\n%s", code, out, errOut)
+	code, out, genErr := run(t, time.Minute, "generate", "rules", "--baseline", file, "--out", rules)
+	if code != 0 {
+		t.Fatalf("generate rules: exit %d\n%s\n%s", code, out, genErr)
 	}
 	if code, out, errOut := run(t, time.Minute, "generate", "dashboards", "--baseline", file, "--out", filepath.Join(dir, "dashboards")); code != 0 {
 		t.Fatalf("generate dashboards: exit %d\n%s\n%s", code, out, errOut)
@@ -305,8 +306,15 @@ targets:
 	// The warning is the smallest bucket bound at or above p99 x 2 (or within
 	// the snap tolerance below it), on the calibrated target only.
 	th := regexp.MustCompile(`quantile_rate5m\{backend="rabbitmq",op="publish",target="mq-cal",quantile="0.99"\} > ([0-9.]+) and`).FindAllStringSubmatch(string(gen), -1)
-	if len(th) != 2 {
-		t.Fatalf("%d publish rules for target mq-cal, want warning and critical:\n%s", len(th), gen)
+	// On a loaded machine the measured p99 can be so high that the critical
+	// (x5) reaches the op's timeout (CI of 7 Dec: 661 ms, x5 snapped to 5s):
+	// such a rule could never fire, and generate leaves it out and says so.
+	skipped := strings.Contains(genErr, "no DbcanaryLatencyAboveBaseline rule for rabbitmq publish p99 critical (figure mq-cal-publish-p99)")
+	if len(th) != 2 && !(len(th) == 1 && skipped) {
+		t.Fatalf("%d publish rules for target mq-cal, want warning and critical (or the critical's skip note; stderr: %q):\n%s", len(th), genErr, gen)
+	}
+	if skipped {
+		t.Logf("measured publish p99 %g ms: the critical threshold is at or above the op's timeout, left out as it should be", p99)
 	}
 	warn, _ := strconv.ParseFloat(th[0][1], 64)
 	if raw := p99 * 2 / 1000; warn < raw*0.95 || warn > raw*3 {
