@@ -433,9 +433,12 @@ func (s *suite) report(end time.Time, groups []amGroup, healthy, global *fault) 
 		if len(f.mayPage) > 0 {
 			var may []string
 			for _, a := range f.mayPage {
-				may = append(may, strings.TrimPrefix(a, "Dbcanary"))
+				may = append(may, strings.TrimPrefix(a, "Dbcanary")+"/critical")
 			}
-			expected += "; on the threshold, may page once: " + strings.Join(may, ", ")
+			if f.expect == "" {
+				expected = "no page, or one"
+			}
+			expected += " (on the threshold: " + strings.Join(may, ", ") + " may fire)"
 		}
 		what := f.what
 		if f.key != "" {
