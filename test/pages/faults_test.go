@@ -729,7 +729,7 @@ func (s *suite) restartBurn(ctx context.Context, f *fault, upAt time.Time) {
 		return
 	}
 	var held *generate.Rule
-	var ratio, thr float64
+	var ratio float64
 	for i, r := range s.alertRules {
 		if r.Alert != generate.AlertErrorBudgetBurn || r.Labels["severity"] != "critical" {
 			continue
@@ -740,17 +740,8 @@ func (s *suite) restartBurn(ctx context.Context, f *fault, upAt time.Time) {
 			return
 		}
 		for k, v := range vals {
-			if !strings.Contains(k, "target="+f.key+",") {
-				continue
-			}
-			m := thresholdRe.FindStringSubmatch(r.Expr)
-			if m == nil {
-				f.fail("no threshold in %s (window %s): %s", r.Alert, r.Labels["window"], r.Expr)
-				return
-			}
-			if held == nil {
+			if held == nil && strings.Contains(k, "target="+f.key+",") {
 				held, ratio = &s.alertRules[i], v
-				thr, _ = strconv.ParseFloat(m[1], 64)
 			}
 		}
 	}
@@ -758,6 +749,12 @@ func (s *suite) restartBurn(ctx context.Context, f *fault, upAt time.Time) {
 		f.notes = append(f.notes, "failed ops under every critical burn rate")
 		return
 	}
+	m := thresholdRe.FindStringSubmatch(held.Expr)
+	if m == nil {
+		f.fail("no threshold in %s (window %s): %s", held.Alert, held.Labels["window"], held.Expr)
+		return
+	}
+	thr, _ := strconv.ParseFloat(m[1], 64)
 	f.notes = append(f.notes, fmt.Sprintf("failed ops %.2f %% of the %s window's (critical burn above %.2f %%)", 100*ratio, held.Labels["window"], 100*thr))
 	if ratio >= burnNear*thr {
 		f.expect, f.expectSev = generate.AlertErrorBudgetBurn, "critical"
@@ -790,10 +787,6 @@ func (s *suite) restartBurn(ctx context.Context, f *fault, upAt time.Time) {
 
 // firedOn says whether a critical of that name fired on the target since t.
 func (s *suite) firedOn(name, target string, since time.Time) bool {
-	for _, e := range s.m.rec.episodes() {
-		if e.name() == name && e.severity() == "critical" && e.Labels["target"] == target && !e.Fired.Before(since) {
-			return true
-		}
-	}
-	return false
+	_, ok := s.fired(name, "critical", target, since)
+	return ok
 }

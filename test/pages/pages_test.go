@@ -193,10 +193,7 @@ func rules(t *testing.T) (*baseline.File, []byte, map[string]time.Duration, []ge
 func TestPageQuality(t *testing.T) {
 	healthy := envDuration(t, "PAGES_HEALTHY", 2*time.Minute)
 	tail := envDuration(t, "PAGES_TAIL", 45*time.Second)
-	restartDown := 0 * time.Second
-	if os.Getenv("PAGES_RESTART_DOWN") != "" {
-		restartDown = envDuration(t, "PAGES_RESTART_DOWN", 0)
-	}
+	restartDown := envDuration(t, "PAGES_RESTART_DOWN", 0)
 	b, ruleFile, fo, alertRules := rules(t)
 	th, err := generate.Thresholds(b)
 	if err != nil {
@@ -362,16 +359,25 @@ func (s *suite) waitSteady(ctx context.Context, f *fault, ref *target, timeout t
 func (s *suite) waitAlert(f *fault) (episode, bool) {
 	deadline := f.start.Add(f.budget)
 	for {
-		for _, e := range s.m.rec.episodes() {
-			if e.name() == f.expect && e.severity() == f.expectSev && e.Labels["target"] == f.key && !e.Fired.Before(f.start) {
-				return e, true
-			}
+		if e, ok := s.fired(f.expect, f.expectSev, f.key, f.start); ok {
+			return e, true
 		}
 		if time.Now().After(deadline) {
 			return episode{}, false
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// fired is the first episode of that alert and severity on the target that
+// fired at or after since.
+func (s *suite) fired(name, severity, target string, since time.Time) (episode, bool) {
+	for _, e := range s.m.rec.episodes() {
+		if e.name() == name && e.severity() == severity && e.Labels["target"] == target && !e.Fired.Before(since) {
+			return e, true
+		}
+	}
+	return episode{}, false
 }
 
 // waitPage waits (up to pageWait) for a pager notification of the expected alert.
