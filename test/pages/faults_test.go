@@ -550,7 +550,8 @@ func (s *suite) corroboration(e episode, end time.Time) string {
 // slowBefore says why a latency critical whose condition turned true before
 // its fault began was not the fault's doing: the store was already slow
 // then, by the suite's own measure (the target's successful samples of that
-// op above a critical bound in the steadyWindow before the fault; on CI's
+// op above a critical bound before the fault, from the rule's 5m window
+// before the condition turned true, at least the steadyWindow; on CI's
 // loaded 2 cores a JVM store restarted minutes earlier can stay slow that
 // long). "" when the condition began with the fault or later, or no slow
 // sample of that op came before it: the row fails as before.
@@ -569,7 +570,13 @@ func (s *suite) slowBefore(e episode, f *fault) string {
 	if tg == nil {
 		return ""
 	}
-	expr := s.slowExpr(tg, steadyWindow)
+	// The window reaches back over the rule's own 5m from the condition
+	// turning true: a condition true since before the suite's healthy
+	// period began on samples the steadyWindow no longer holds (CI of 7
+	// Dec: os-ref's search_phrase, slow on the JVM's first minute and
+	// again after its restart, fired 5m on).
+	window := max(steadyWindow, (f.start.Sub(e.Active) + 5*time.Minute).Round(time.Second))
+	expr := s.slowExpr(tg, window)
 	if expr == "" {
 		return ""
 	}
@@ -582,7 +589,7 @@ func (s *suite) slowBefore(e episode, f *fault) string {
 	}
 	for _, x := range r {
 		if x.Metric["op"] == e.Labels["op"] {
-			return fmt.Sprintf("the condition held from %s, and %.0f %s samples were above the critical bound in the %s before the fault began: the store was already slow", fmtRel(e.Active.Sub(f.start)), x.val(), e.Labels["op"], steadyWindow)
+			return fmt.Sprintf("the condition held from %s, and %.0f %s samples were above the critical bound in the %s before the fault began: the store was already slow", fmtRel(e.Active.Sub(f.start)), x.val(), e.Labels["op"], window)
 		}
 	}
 	return ""
