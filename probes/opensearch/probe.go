@@ -30,7 +30,6 @@ type Probe struct {
 	target    string
 	instance  string
 	ephemeral bool // a one-shot run: Close deletes its documents
-	ownIndex  bool // a bench run in indices of its own (Config.benchIndex): Close deletes them whole
 	prefix    string
 	run       string // random per process: op document ids never collide with an earlier run's
 	refs      []Document
@@ -80,8 +79,7 @@ func New(t probes.Target) (*Probe, error) {
 		now:       time.Now,
 		ensured:   map[string]bool{},
 	}
-	if cfg.benchIndex && t.Ephemeral {
-		p.ownIndex = true
+	if p.ownIndices() {
 		p.prefix += benchInfix + p.run + "-"
 	}
 	for _, d := range p.refs {
@@ -170,13 +168,17 @@ func (p *Probe) Close() error {
 	p.nodes.stop()
 	var err error
 	switch {
-	case p.ownIndex:
+	case p.ownIndices():
 		err = p.deleteOwnIndices()
 	case p.ephemeral:
 		err = p.deleteOwnDocuments()
 	}
 	return errors.Join(err, p.client.Close())
 }
+
+// ownIndices: a bench run writes to indices of its own
+// (Config.benchIndex), and Close deletes them whole.
+func (p *Probe) ownIndices() bool { return p.cfg.benchIndex && p.ephemeral }
 
 // deleteOwnIndices deletes, whole and by exact name, the indices a bench run
 // created for itself (Config.benchIndex); their aliases go with them.
