@@ -547,6 +547,10 @@ func (s *suite) corroboration(e episode, end time.Time) string {
 	return ""
 }
 
+// latencyRuleWindow is the window LatencyAboveBaseline's condition reads
+// (generate.RecLatencyQuantile, quantile_rate5m, and its [5m] sample counts).
+const latencyRuleWindow = 5 * time.Minute
+
 // slowBefore says why a latency critical whose condition turned true before
 // its fault began was not the fault's doing: the store was already slow
 // then, by the suite's own measure (the target's successful samples of that
@@ -575,7 +579,7 @@ func (s *suite) slowBefore(e episode, f *fault) string {
 	// period began on samples the steadyWindow no longer holds (CI of 7
 	// Dec: os-ref's search_phrase, slow on the JVM's first minute and
 	// again after its restart, fired 5m on).
-	window := max(steadyWindow, (f.start.Sub(e.Active) + 5*time.Minute).Round(time.Second))
+	window := max(steadyWindow, (f.start.Sub(e.Active) + latencyRuleWindow).Round(time.Second))
 	expr := s.slowExpr(tg, window)
 	if expr == "" {
 		return ""
