@@ -15,7 +15,9 @@
 # date, a 6-10 word title, a 30-49 word abstract, a 200-word body with a planted
 # phrase, the probe's vocabulary read from probes/opensearch/document.go, the
 # probe's mapping), and dbcanary's bulk stage indexes the same number of
-# documents ($DOCS, no warm-up) as OSB's index-append;
+# documents ($DOCS, no warm-up) as OSB's index-append, with the same action
+# line (`create` with the document's id: the corpus carries it, OSB's
+# includes-action-and-meta-data, so neither tool lets OpenSearch pick the id);
 # the term query filters a keyword field and returns one or two documents,
 # as the probe's search_term does (which also checks the hits are exactly right).
 # index-append is compared over each tool's wall clock, first request to last
@@ -26,7 +28,7 @@ install_osb
 stack_env opensearch
 pin_server opensearch
 DBC=$(dbcanary_bin)
-WL=$PEERS/osb-workload/side-by-side-v2-$DOCS-$SECS
+WL=$PEERS/osb-workload/side-by-side-v3-$DOCS-$SECS
 if [ ! -s "$WL/workload.json" ]; then
   mkdir -p "$WL"
   ROOT=$ROOT python3 - "$WL" "$DOCS" "$SECS" <<'PY'
@@ -51,6 +53,9 @@ with open(os.path.join(wl, "documents.json"), "w") as f:
         kind = "ref" if i < 12 else "op"
         body = sentences(200).split(" "); at = rng.randrange(200)
         body[at:at] = rng.choice(phrases).split(" ")
+        # The action line dbcanary's bulk sends too: create, with the document's own id
+        # (OpenSearch then checks the id is new, work an auto id skips).
+        f.write(json.dumps({"create": {"_index": "osb-side-by-side", "_id": "osb-run-%d" % i}}) + "\n")
         f.write(json.dumps({"id": "osb-run-%d" % i, "instance": "osb", "kind": kind, "topic": topics[i % len(topics)],
                             "seq": i, "date": "2026-11-24T00:00:00.000Z", "title": cap(wordlist(6 + rng.randrange(5))),
                             "abstract": sentences(30 + rng.randrange(20)), "body": " ".join(body)}) + "\n")
@@ -64,7 +69,7 @@ q = {"query": {"bool": {"filter": [{"term": {"instance": "osb"}}, {"term": {"kin
 json.dump({"version": 2, "description": "dbcanary side-by-side: bulk, then a term query unthrottled and at 20 ops/s",
   "indices": [{"name": "osb-side-by-side", "body": "index.json"}],
   "corpora": [{"name": "osb-side-by-side", "documents": [{"source-file": "documents.json", "document-count": n,
-               "uncompressed-bytes": os.path.getsize(os.path.join(wl, "documents.json"))}]}],
+               "includes-action-and-meta-data": True, "uncompressed-bytes": os.path.getsize(os.path.join(wl, "documents.json"))}]}],
   "schedule": [
     {"operation": {"operation-type": "delete-index"}},
     {"operation": {"operation-type": "create-index"}},
@@ -86,9 +91,9 @@ ms2us() { awk -v v="$1" 'BEGIN { printf "%.0f", v * 1000 }'; }
 # the lines it logged meanwhile in $OUT/osb-log-N.txt
 OSBLOG=$OSBHOME/.benchmark/logs/benchmark.log
 osb_round() {
-  local from; from=$(($(wc -l < "$OSBLOG" 2>/dev/null || echo 0) + 1))
+  local from=1; [ -f "$OSBLOG" ] && from=$(($(wc -l < "$OSBLOG") + 1))
   log "round $1: opensearch-benchmark run --offline --workload-path $WL ($DOCS docs)"
-  HOME=$OSBHOME BENCHMARK_HOME=$OSBHOME timeout $((SECS * 3 + 240)) "${CLIENT[@]}" "$OSB_VENV/bin/opensearch-benchmark" run \
+  group_run "$OUT/osb-cpu-$1" env HOME="$OSBHOME" BENCHMARK_HOME="$OSBHOME" timeout $((SECS * 3 + 240)) "${CLIENT[@]}" "$OSB_VENV/bin/opensearch-benchmark" run \
     --pipeline=benchmark-only --target-hosts="127.0.0.1:$DBCANARY_TEST_OPENSEARCH_PORT" --offline \
     --workload-path="$WL" --results-file="$OUT/osb-result-$1.md" > "$OUT/osb-$1.txt" 2>&1 || die "opensearch-benchmark failed: $(tail -5 "$OUT/osb-$1.txt")"
   tail -n +"$from" "$OSBLOG" > "$OUT/osb-log-$1.txt"
@@ -129,10 +134,12 @@ CONF
 BULKS=$((DOCS / 500))
 # dbcanary_round N: the same three tasks; reports in $OUT/dbcanary-{bulk,closed,20rps}-N.json
 dbcanary_round() {
+  local c0 s0; c0=$(children_ticks); s0=$(server_ticks opensearch)
   log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
   "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
     --json "$OUT/dbcanary-bulk-$1.json" > "$OUT/dbcanary-bulk-$1.txt" 2> "$OUT/dbcanary-bulk-$1.err" \
     || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk-$1.err")"
+  echo $(($(children_ticks) - c0)) > "$OUT/cpu-bulk-$1"; echo $(($(server_ticks opensearch) - s0)) > "$OUT/server-bulk-$1"
   log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
   "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
     --json "$OUT/dbcanary-closed-$1.json" --html "$OUT/dbcanary-closed-$1.html" > "$OUT/dbcanary-closed-$1.txt" 2> "$OUT/dbcanary-closed-$1.err" \
@@ -152,6 +159,7 @@ for n in $(seq 1 "$ROUNDS"); do
   osb_round "$n"
   c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks opensearch)
   dbcanary_round "$n"
+  cb=$(cat "$OUT/cpu-bulk-$n"); sb=$(cat "$OUT/server-bulk-$n")
   c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks opensearch)
   RES=$OUT/osb-result-$n.md C=$OUT/dbcanary-closed-$n.json R=$OUT/dbcanary-20rps-$n.json
   o_bulk=$(osb "$RES" "Mean Throughput" index-append)
@@ -174,7 +182,10 @@ for n in $(seq 1 "$ROUNDS"); do
   row "term at 20 ops/s: latency p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile latency" term-20rps)")" "$(ms2us "$(st "$R" term "['latency_ms']['p50']")")"
   row "term at 20 ops/s: service time p50 (µs)" "$(ms2us "$(osb "$RES" "50th percentile service time" term-20rps)")" "$(ms2us "$(st "$R" term "['service_time_ms']['p50']")")"
   row "term at 20 ops/s: latency p99 (µs)" "$o_20p99" "$d_20p99"
-  echo "CPU for the whole round (the same tasks): OSB $(cpu_s $((c1 - c0))) s, dbcanary $(cpu_s $((c2 - c1))) s; OpenSearch $(cpu_s $((s1 - s0))) s beside OSB, $(cpu_s $((s2 - s1))) s beside dbcanary"
+  o_cpu=$(cat "$OUT/osb-cpu-$n"); [ "$o_cpu" = - ] || o_cpu=$(cpu_s "$o_cpu")
+  echo "CPU for the round: OSB $o_cpu s for its schedule, its daemonized workers included (bulk, term $((SECS + 3)) s, term at 20/s $((SECS + 2)) s), OpenSearch $(cpu_s $((s1 - s0))) s beside it;" \
+    "dbcanary $(cpu_s $((c2 - c1))) s for its three runs (the bulk, then the whole opensearch-pmc profile closed loop, $((SECS + 3)) s a stage, then 20/s: more stages than OSB's), OpenSearch $(cpu_s $((s2 - s1))) s beside it;" \
+    "of that, dbcanary's bulk run alone: $(cpu_s "$cb") s, OpenSearch $(cpu_s "$sb") s"
   row "OpenSearch CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"
   ratios+=("$(ratio "$d_bulk" "$o_wall") $(ratio "$d_bp99" "$o_bp99") $(ratio "$d_term" "$o_term") $(ratio "$d_p50" "$o_p50") $(ratio "$d_20p99" "$o_20p99")")

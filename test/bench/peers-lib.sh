@@ -105,6 +105,38 @@ jsonq() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)
 # children_ticks: user+system CPU (clock ticks) of this script's waited-for
 # children so far (every tool run is one, with its threads and children).
 children_ticks() { awk '{print $16 + $17}' "/proc/$$/stat"; }
+# group_run FILE CMD...: run CMD in a CPU-accounting cgroup of its own and
+# write to FILE the CPU ticks that it and every process it started spent,
+# those that left its process tree included: opensearch-benchmark's actor
+# system daemonizes its workers, which the shell never waits for, so
+# children_ticks misses them. FILE gets "-" when no cgroup can be made here
+# (not root, no cpuacct controller and no cgroup v2). Returns CMD's status.
+group_run() {
+  local file=$1 cg="" kind="" rc=0 hz; shift
+  hz=$(getconf CLK_TCK)
+  if [ -w /sys/fs/cgroup/cpuacct ]; then
+    cg=/sys/fs/cgroup/cpuacct/dbcanary-peers-$$-$RANDOM kind=v1
+  elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ]; then
+    cg=/sys/fs/cgroup/dbcanary-peers-$$-$RANDOM kind=v2
+  fi
+  if [ -z "$cg" ] || ! mkdir "$cg" 2>/dev/null; then
+    "$@" || rc=$?
+    echo - > "$file"; return $rc
+  fi
+  (echo "$BASHPID" > "$cg/cgroup.procs" 2>/dev/null || echo "moved=no" > "$file.why"; exec "$@") || rc=$?
+  # The daemonized workers end after the command: wait (up to 30 s) until the
+  # cgroup is empty so that their last CPU is counted too.
+  for _ in $(seq 1 150); do [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.2; done
+  if [ -e "$file.why" ]; then
+    echo - > "$file"; rm -f "$file.why"
+  elif [ "$kind" = v1 ]; then
+    awk -v hz="$hz" '{ printf "%.0f\n", $1 * hz / 1e9 }' "$cg/cpuacct.usage" > "$file"
+  else
+    awk -v hz="$hz" '$1 == "usage_usec" { printf "%.0f\n", $2 * hz / 1e6 }' "$cg/cpu.stat" > "$file"
+  fi
+  rmdir "$cg" 2>/dev/null || true
+  return $rc
+}
 # server_ticks NAME: user+system CPU ticks of the server NAME (test/stack/NAME.sh,
 # its pid file $STACK_DIR/NAME/NAME.pid) so far, every thread; 0 when unknown.
 server_ticks() {
