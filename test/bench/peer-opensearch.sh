@@ -132,14 +132,15 @@ targets:
     opensearch: {addresses: ["$DBCANARY_TEST_OPENSEARCH_URL"], replicas: 0}
 CONF
 BULKS=$((DOCS / 500))
-# dbcanary_round N: the same three tasks; reports in $OUT/dbcanary-{bulk,closed,20rps}-N.json
+# dbcanary_round N: the same three tasks; reports in $OUT/dbcanary-{bulk,closed,20rps}-N.json;
+# sets bulk_cpu and bulk_server, the CPU ticks of dbcanary's bulk run and of OpenSearch beside it
 dbcanary_round() {
   local c0 s0; c0=$(children_ticks); s0=$(server_ticks opensearch)
   log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops $BULKS --warmup 0s (index-append: the same $DOCS documents as OSB)"
   "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --ops "$BULKS" --duration 600s --warmup 0s \
     --json "$OUT/dbcanary-bulk-$1.json" > "$OUT/dbcanary-bulk-$1.txt" 2> "$OUT/dbcanary-bulk-$1.err" \
     || die "dbcanary bench failed: $(tail -5 "$OUT/dbcanary-bulk-$1.err")"
-  echo $(($(children_ticks) - c0)) > "$OUT/cpu-bulk-$1"; echo $(($(server_ticks opensearch) - s0)) > "$OUT/server-bulk-$1"
+  bulk_cpu=$(($(children_ticks) - c0)) bulk_server=$(($(server_ticks opensearch) - s0))
   log "round $1: dbcanary bench --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 (closed loop) --duration ${SECS}s"
   "${CLIENT[@]}" "$DBC" bench --config.file "$cfg" --profile opensearch-pmc --param bulk-size=500 --workers 8 --rate 0 --duration "${SECS}s" --warmup 3s \
     --json "$OUT/dbcanary-closed-$1.json" --html "$OUT/dbcanary-closed-$1.html" > "$OUT/dbcanary-closed-$1.txt" 2> "$OUT/dbcanary-closed-$1.err" \
@@ -159,7 +160,6 @@ for n in $(seq 1 "$ROUNDS"); do
   osb_round "$n"
   c1=$(children_ticks); t1=$(uptime_s); s1=$(server_ticks opensearch)
   dbcanary_round "$n"
-  cb=$(cat "$OUT/cpu-bulk-$n"); sb=$(cat "$OUT/server-bulk-$n")
   c2=$(children_ticks); t2=$(uptime_s); s2=$(server_ticks opensearch)
   RES=$OUT/osb-result-$n.md C=$OUT/dbcanary-closed-$n.json R=$OUT/dbcanary-20rps-$n.json
   o_bulk=$(osb "$RES" "Mean Throughput" index-append)
@@ -185,7 +185,7 @@ for n in $(seq 1 "$ROUNDS"); do
   o_cpu=$(cat "$OUT/osb-cpu-$n"); [ "$o_cpu" = - ] || o_cpu=$(cpu_s "$o_cpu")
   echo "CPU for the round: OSB $o_cpu s for its schedule, its daemonized workers included (bulk, term $((SECS + 3)) s, term at 20/s $((SECS + 2)) s), OpenSearch $(cpu_s $((s1 - s0))) s beside it;" \
     "dbcanary $(cpu_s $((c2 - c1))) s for its three runs (the bulk, then the whole opensearch-pmc profile closed loop, $((SECS + 3)) s a stage, then 20/s: more stages than OSB's), OpenSearch $(cpu_s $((s2 - s1))) s beside it;" \
-    "of that, dbcanary's bulk run alone: $(cpu_s "$cb") s, OpenSearch $(cpu_s "$sb") s"
+    "of that, dbcanary's bulk run alone: $(cpu_s "$bulk_cpu") s, OpenSearch $(cpu_s "$bulk_server") s"
   row "OpenSearch CPU busy (% of one core)" "$(busy_pct $((s1 - s0)) "$t0" "$t1")" "$(busy_pct $((s2 - s1)) "$t1" "$t2")"
   echo "dbcanary: every search's hits compared with the expected documents; failed ops $(jsonq "$C" "r['failed']") + $(jsonq "$R" "r['failed']")"
   ratios+=("$(ratio "$d_bulk" "$o_wall") $(ratio "$d_bp99" "$o_bp99") $(ratio "$d_term" "$o_term") $(ratio "$d_p50" "$o_p50") $(ratio "$d_20p99" "$o_20p99")")
